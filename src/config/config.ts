@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+import { z } from 'zod'
+
+/** One agent profile: an ACP agent started over stdio. */
+export const agentProfileSchema = z.object({
+  command: z.array(z.string().min(1)).min(1),
+  env: z.record(z.string(), z.string()).default({}),
+})
+export type AgentProfile = z.infer<typeof agentProfileSchema>
+
+const agentProfilesSchema = z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), agentProfileSchema)
+
+/** AGENT_PROFILES is either inline JSON or the path of a JSON file. */
+const agentProfilesFromEnv = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    if (raw === undefined || raw.trim() === '') return {}
+    const text = raw.trim().startsWith('{') ? raw : readProfileFile(raw, ctx)
+    if (text === undefined) return z.NEVER
+    try {
+      return JSON.parse(text) as unknown
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'is not valid JSON' })
+      return z.NEVER
+    }
+  })
+  .pipe(agentProfilesSchema)
+
+function readProfileFile(path: string, ctx: z.RefinementCtx): string | undefined {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch {
+    ctx.addIssue({ code: 'custom', message: `cannot read the file ${path}` })
+    return undefined
+  }
+}
+
+const emptyAsUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v)
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z
+    .string()
+    .default('file:./data/app.db')
+    .refine((u) => /^(file:|postgres:\/\/|postgresql:\/\/)/.test(u), {
+      message: 'must start with file: (SQLite) or postgres:// / postgresql:// (PostgreSQL)',
+    }),
+  REDIS_URL: z.preprocess(emptyAsUndefined, z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional()),
+  ADMIN_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'must be at least 16 characters').optional()),
+  AGENT_PROFILES: agentProfilesFromEnv,
+  GITHUB_WEBHOOK_SECRET: z.preprocess(emptyAsUndefined, z.string().optional()),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+})
+
+export type DatabaseProvider = 'sqlite' | 'postgres'
+
+export interface Config {
+  port: number
+  host: string
+  databaseUrl: string
+  databaseProvider: DatabaseProvider
+  redisUrl?: string
+  adminToken?: string
+  agentProfiles: Record<string, AgentProfile>
+  githubWebhookSecret?: string
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
+}
+
+export class ConfigError extends Error {}
+
+/** A relative SQLite path is taken from the working directory the server was started in. */
+function absoluteSqliteUrl(url: string): string {
+  const [file, query] = url.slice('file:'.length).split('?', 2) as [string, string | undefined]
+  if (file === ':memory:' || path.isAbsolute(file)) return url
+  return `file:${path.resolve(file)}${query ? `?${query}` : ''}`
+}
+
+export function databaseProviderOf(url: string): DatabaseProvider {
+  return url.startsWith('file:') ? 'sqlite' : 'postgres'
+}
+
+/** Parses and validates the environment once; throws ConfigError naming every bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env)
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
+  }
+  const e = parsed.data
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: databaseProviderOf(e.DATABASE_URL) === 'sqlite' ? absoluteSqliteUrl(e.DATABASE_URL) : e.DATABASE_URL,
+    databaseProvider: databaseProviderOf(e.DATABASE_URL),
+    redisUrl: e.REDIS_URL,
+    adminToken: e.ADMIN_TOKEN,
+    agentProfiles: e.AGENT_PROFILES,
+    githubWebhookSecret: e.GITHUB_WEBHOOK_SECRET,
+    logLevel: e.LOG_LEVEL,
+  }
+}

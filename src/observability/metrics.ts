@@ -1,0 +1,30 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/** One registry per server instance, so tests can run several instances in one process. */
+export function createMetrics() {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  return {
+    registry,
+    requestDuration: new Histogram({
+      name: 'graphql_request_duration_seconds',
+      help: 'GraphQL operation latency by transport and operation type',
+      labelNames: ['transport', 'operation'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    graphqlErrors: new Counter({
+      name: 'graphql_errors_total',
+      help: 'GraphQL errors returned to clients, by extensions.code',
+      labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    websocketConnections: new Counter({
+      name: 'websocket_connections_total',
+      help: 'graphql-ws connections accepted',
+      registers: [registry],
+    }),
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>

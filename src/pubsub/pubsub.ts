@@ -1,0 +1,31 @@
+/**
+ * Typed pub/sub: one interface, an in-process implementation (one instance) and a Redis one
+ * (several instances share the feed). Payloads are plain JSON so they can cross instances;
+ * subscribers load what they render. Delivery is at-most-once.
+ */
+
+export type WorkspaceEventPayload =
+  | { type: 'TaskUpserted'; workspaceId: string; taskId: string }
+  | { type: 'TaskDeleted'; workspaceId: string; taskId: string }
+  | { type: 'TaskStatusSummaryUpdated'; workspaceId: string; taskId: string; revision: number }
+  | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
+
+export interface Topics {
+  workspace: WorkspaceEventPayload
+}
+
+export type Topic = keyof Topics
+
+export interface SubscribeOptions<T extends Topic> {
+  /** Events held for a slow consumer; past it the backlog is dropped and replaced by this payload, when given. */
+  bufferLimit?: number
+  onOverflow?: () => Topics[T]
+}
+
+export interface PubSub {
+  publish<T extends Topic>(topic: T, key: string, payload: Topics[T]): Promise<void>
+  subscribe<T extends Topic>(topic: T, key: string, options?: SubscribeOptions<T>): AsyncIterableIterator<Topics[T]>
+  close(): Promise<void>
+}
+
+export const channelOf = (topic: Topic, key: string) => `${topic}:${key}`

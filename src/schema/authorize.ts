@@ -1,0 +1,31 @@
+import { forbidden, notFound, unauthenticated } from '../errors.ts'
+import type { Principal } from '../store/users.ts'
+import type { Context } from './context.ts'
+
+export function requirePrincipal(ctx: Context): Principal {
+  if (!ctx.principal) throw unauthenticated()
+  return ctx.principal
+}
+
+export function requireAdmin(ctx: Context): Principal {
+  const principal = requirePrincipal(ctx)
+  if (!principal.isAdmin) throw forbidden('admin operations')
+  return principal
+}
+
+/** Membership gates every read, mutation and subscription of a workspace's data. */
+export async function requireWorkspaceMember(ctx: Context, workspaceId: string): Promise<void> {
+  requirePrincipal(ctx)
+  const workspace = await ctx.loaders.workspace.load(workspaceId)
+  if (!workspace) throw notFound('Workspace', workspaceId)
+  if (!(await ctx.loaders.isMember.load(workspaceId))) throw forbidden(`workspace ${workspaceId}`)
+}
+
+/** Loads a task the caller may read, or throws NOT_FOUND / FORBIDDEN. */
+export async function requireReadableTask(ctx: Context, taskId: string) {
+  requirePrincipal(ctx)
+  const task = await ctx.loaders.task.load(taskId)
+  if (!task) throw notFound('Task', taskId)
+  await requireWorkspaceMember(ctx, task.workspaceId)
+  return task
+}

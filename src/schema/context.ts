@@ -1,0 +1,26 @@
+import type { Logger } from '../observability/logger.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
+import type { Store } from '../store/store.ts'
+import type { Principal } from '../store/users.ts'
+import { createLoaders, type Loaders } from './loaders.ts'
+
+/** What every resolver sees. Built per HTTP request and per WebSocket operation. */
+export interface Context {
+  store: Store
+  pubsub: PubSub
+  logger: Logger
+  principal: Principal | null
+  loaders: Loaders
+  /** Set for operations that arrive over a WebSocket connection. */
+  connectionId?: string
+}
+
+export interface ContextServices {
+  store: Store
+  pubsub: PubSub
+  logger: Logger
+}
+
+export function buildContext(services: ContextServices, principal: Principal | null, connectionId?: string): Context {
+  return { ...services, principal, connectionId, loaders: createLoaders(services.store, principal?.userId) }
+}

@@ -1,0 +1,65 @@
+import DataLoader from 'dataloader'
+import type { Store } from '../store/store.ts'
+import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
+import { findSteps, findWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
+import { findUsers } from '../store/users.ts'
+import { findSessions, gitOfSessions } from '../store/sessions.ts'
+
+function byId<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): (V | null)[] {
+  const map = new Map(rows.map((r) => [keyOf(r), r]))
+  return keys.map((k) => map.get(k) ?? null)
+}
+
+function grouped<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): V[][] {
+  const map = new Map<K, V[]>()
+  for (const row of rows) {
+    const list = map.get(keyOf(row))
+    if (list) list.push(row)
+    else map.set(keyOf(row), [row])
+  }
+  return keys.map((k) => map.get(k) ?? [])
+}
+
+/**
+ * Batching loaders, created per request (and per subscription event) so that nothing is cached
+ * across requests: every operation reads the authoritative records as they are now.
+ */
+export function createLoaders(store: Store, userId: string | undefined) {
+  return {
+    task: new DataLoader(async (ids: readonly string[]) => byId(ids, await findTasks(store, ids), (t) => t.id)),
+    workspace: new DataLoader(async (ids: readonly string[]) =>
+      byId(ids, await findWorkspaces(store, ids), (w) => w.id),
+    ),
+    user: new DataLoader(async (ids: readonly string[]) => byId(ids, await findUsers(store.db, ids), (u) => u.id)),
+    step: new DataLoader(async (ids: readonly string[]) => byId(ids, await findSteps(store, ids), (s) => s.id)),
+    stepsOfWorkspace: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await stepsOfWorkspaces(store, ids), (s) => s.workspaceId),
+    ),
+    tasksOfStep: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await tasksOfSteps(store, ids), (t) => t.workflowStepId),
+    ),
+    repositoriesOfTask: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await repositoriesOfTasks(store, ids), (r) => r.taskId),
+    ),
+    sessionsOfTask: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await sessionsOfTasks(store, ids), (s) => s.taskId),
+    ),
+    pullRequestsOfTask: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await pullRequestsOfTasks(store, ids), (p) => p.taskId),
+    ),
+    session: new DataLoader(async (ids: readonly string[]) =>
+      byId(ids, await findSessions(store, ids), (s) => s.id),
+    ),
+    gitOfSession: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await gitOfSessions(store, ids), (g) => g.sessionId),
+    ),
+    /** Whether the caller is a member of each workspace. */
+    isMember: new DataLoader(async (workspaceIds: readonly string[]) => {
+      if (!userId) return workspaceIds.map(() => false)
+      const member = await memberWorkspaceIds(store, userId, workspaceIds)
+      return workspaceIds.map((id) => member.has(id))
+    }),
+  }
+}
+
+export type Loaders = ReturnType<typeof createLoaders>

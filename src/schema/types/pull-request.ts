@@ -1,0 +1,67 @@
+import { builder } from '../builder.ts'
+import { requirePrincipal } from '../authorize.ts'
+import { notImplemented } from '../../errors.ts'
+import type { PullRequestRow } from '../../store/rows.ts'
+import { TaskRef } from './task.ts'
+
+const PullRequestStateEnum = builder.enumType('PullRequestState', { values: ['OPEN', 'CLOSED', 'MERGED'] as const })
+const PullRequestChecksEnum = builder.enumType('PullRequestChecks', {
+  values: ['NONE', 'PENDING', 'SUCCESS', 'FAILURE'] as const,
+})
+const PullRequestReviewDecisionEnum = builder.enumType('PullRequestReviewDecision', {
+  values: ['REVIEW_REQUIRED', 'APPROVED', 'CHANGES_REQUESTED'] as const,
+})
+
+export const PullRequestRef = builder.objectRef<PullRequestRow>('PullRequest').implement({
+  fields: (t) => ({
+    repository: t.exposeString('repository'),
+    number: t.exposeInt('number'),
+    url: t.exposeString('url'),
+    title: t.exposeString('title'),
+    headBranch: t.exposeString('headBranch'),
+    state: t.field({ type: PullRequestStateEnum, resolve: (p) => p.state as (typeof PullRequestStateEnum)['$inferType'] }),
+    draft: t.exposeBoolean('draft'),
+    checks: t.field({
+      type: PullRequestChecksEnum,
+      resolve: (p) => p.checks as (typeof PullRequestChecksEnum)['$inferType'],
+    }),
+    reviewDecision: t.field({
+      type: PullRequestReviewDecisionEnum,
+      nullable: true,
+      resolve: (p) => p.reviewDecision as (typeof PullRequestReviewDecisionEnum)['$inferType'] | null,
+    }),
+    mergeableState: t.exposeString('mergeableState', { nullable: true }),
+    autoFix: t.exposeBoolean('autoFix'),
+    autoMerge: t.exposeBoolean('autoMerge'),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+})
+
+builder.objectField(TaskRef, 'pullRequests', (t) =>
+  t.field({
+    type: [PullRequestRef],
+    description: 'Full pull-request details, owned by the GitHub integration; loaded only by surfaces that ask.',
+    resolve: (task, _args, ctx) => ctx.loaders.pullRequestsOfTask.load(task.id),
+  }),
+)
+
+const PullRequestAutomationInput = builder.inputType('PullRequestAutomationInput', {
+  fields: (t) => ({
+    taskId: t.id({ required: true }),
+    repository: t.string({ required: true }),
+    number: t.int({ required: true }),
+    autoFix: t.boolean(),
+    autoMerge: t.boolean(),
+  }),
+})
+
+builder.mutationField('setPullRequestAutomation', (t) =>
+  t.field({
+    type: PullRequestRef,
+    args: { input: t.arg({ type: PullRequestAutomationInput, required: true }) },
+    resolve: (_root, _args, ctx) => {
+      requirePrincipal(ctx)
+      throw notImplemented('Mutation.setPullRequestAutomation')
+    },
+  }),
+)

@@ -1,0 +1,273 @@
+import { builder } from '../builder.ts'
+import { requirePrincipal, requireReadableTask } from '../authorize.ts'
+import { intInRange } from '../validate.ts'
+import { badInput, notImplemented } from '../../errors.ts'
+import { messagesOfSession, turnsOfSession } from '../../store/sessions.ts'
+import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
+import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
+import type { Context } from '../context.ts'
+import { TaskRef } from './task.ts'
+import { RepositoryGitStatusRef } from './git.ts'
+
+export const SessionStateEnum = builder.enumType('SessionState', { values: SESSION_STATES })
+const MessageAuthorEnum = builder.enumType('MessageAuthor', { values: ['USER', 'AGENT', 'SYSTEM'] as const })
+const MessageKindEnum = builder.enumType('MessageKind', {
+  values: ['MESSAGE', 'REASONING', 'TOOL_CALL', 'PERMISSION_REQUEST', 'CLARIFICATION', 'ERROR', 'STATUS'] as const,
+})
+
+interface ModelOption {
+  id: string
+  name: string
+}
+
+/** availableModels is JSON written by the agent layer; anything malformed reads as "none published". */
+function parseModels(json: string): ModelOption[] {
+  try {
+    const value = JSON.parse(json) as unknown
+    if (!Array.isArray(value)) return []
+    return value.filter(
+      (m): m is ModelOption => typeof m?.id === 'string' && typeof m?.name === 'string',
+    )
+  } catch {
+    return []
+  }
+}
+
+const ModelOptionRef = builder.objectRef<ModelOption>('ModelOption').implement({
+  fields: (t) => ({ id: t.exposeID('id'), name: t.exposeString('name') }),
+})
+
+export const SessionModelsRef = builder
+  .objectRef<{ currentModelId: string | null; available: ModelOption[] }>('SessionModels')
+  .implement({
+    fields: (t) => ({
+      currentModelId: t.exposeString('currentModelId', { nullable: true }),
+      available: t.expose('available', { type: [ModelOptionRef] }),
+    }),
+  })
+
+export const sessionModels = (s: SessionRow) => ({
+  currentModelId: s.currentModelId,
+  available: parseModels(s.availableModels),
+})
+
+const SessionErrorRef = builder
+  .objectRef<{ stamp: string; code: string; message: string; occurredAt: Date }>('SessionError')
+  .implement({
+    fields: (t) => ({
+      stamp: t.exposeString('stamp'),
+      code: t.exposeString('code'),
+      message: t.exposeString('message'),
+      occurredAt: t.expose('occurredAt', { type: 'DateTime' }),
+    }),
+  })
+
+export const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    sessionId: t.exposeID('sessionId'),
+    startedAt: t.expose('startedAt', { type: 'DateTime' }),
+    completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
+    lifecycleOnly: t.exposeBoolean('lifecycleOnly', {
+      description: 'Synthetic turns (such as an agent resume) that are not conversational.',
+    }),
+  }),
+})
+
+export const MessageRef = builder.objectRef<MessageRow>('Message').implement({
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'For user messages this is the client-generated clientMessageId.' }),
+    sessionId: t.exposeID('sessionId'),
+    taskId: t.exposeID('taskId'),
+    turnId: t.exposeID('turnId', { nullable: true }),
+    author: t.field({ type: MessageAuthorEnum, resolve: (m) => m.author as (typeof MessageAuthorEnum)['$inferType'] }),
+    kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
+    content: t.exposeString('content'),
+    status: t.exposeString('status', {
+      nullable: true,
+      description: 'Kind-specific: PENDING, IN_PROGRESS, COMPLETED, FAILED, APPROVED, REJECTED, ANSWERED, CANCELLED.',
+    }),
+    pendingId: t.exposeID('pendingId', {
+      nullable: true,
+      description: 'Set on PERMISSION_REQUEST and CLARIFICATION messages.',
+    }),
+    version: t.exposeInt('version', {
+      description: 'Increases with every persisted change of this message; clients keep the highest.',
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+})
+
+export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    taskId: t.exposeID('taskId'),
+    agentProfile: t.exposeString('agentProfile'),
+    state: t.field({ type: SessionStateEnum, resolve: (s) => s.state as SessionState }),
+    isPrimary: t.exposeBoolean('isPrimary'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    models: t.field({
+      type: SessionModelsRef,
+      description: 'Model configuration the agent published (empty when it published none).',
+      resolve: sessionModels,
+    }),
+    messages: t.field({
+      type: [MessageRef],
+      description: 'The newest messages, oldest first.',
+      args: { last: t.arg.int({ defaultValue: 100 }), before: t.arg.string() },
+      resolve: async (s, args, ctx) => {
+        const messages = await messagesOfSession(ctx.store, s.id, intInRange('last', args.last ?? 100, 0, 1000), args.before)
+        if (!messages) throw badInput('before is not a message of this session.', 'before')
+        return messages
+      },
+    }),
+    turns: t.field({
+      type: [TurnRef],
+      args: { last: t.arg.int({ defaultValue: 20 }) },
+      resolve: (s, args, ctx) => turnsOfSession(ctx.store, s.id, intInRange('last', args.last ?? 20, 0, 1000)),
+    }),
+    git: t.field({
+      type: [RepositoryGitStatusRef],
+      description: 'Latest per-repository Git observation of this session.',
+      resolve: (s, _args, ctx) => ctx.loaders.gitOfSession.load(s.id),
+    }),
+    error: t.field({
+      type: SessionErrorRef,
+      nullable: true,
+      description: "The session's current recoverable error, if any.",
+      resolve: (s) =>
+        s.errorStamp && s.errorCode && s.errorOccurredAt
+          ? { stamp: s.errorStamp, code: s.errorCode, message: s.errorMessage ?? '', occurredAt: s.errorOccurredAt }
+          : null,
+    }),
+  }),
+})
+
+/** Loads a session the caller may read, or throws NOT_FOUND / FORBIDDEN. */
+export async function requireReadableSession(ctx: Context, sessionId: string) {
+  requirePrincipal(ctx)
+  const session = await ctx.loaders.session.load(sessionId)
+  if (!session) return null
+  await requireReadableTask(ctx, session.taskId)
+  return session
+}
+
+builder.objectField(TaskRef, 'sessions', (t) =>
+  t.field({
+    type: [SessionRef],
+    description: 'All sessions of the task (detail surfaces only; task rows use statusSummary).',
+    resolve: (task, _args, ctx) => ctx.loaders.sessionsOfTask.load(task.id),
+  }),
+)
+
+builder.queryField('session', (t) =>
+  t.field({
+    type: SessionRef,
+    nullable: true,
+    description: 'Session detail. Only detail surfaces load this.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => requireReadableSession(ctx, id),
+  }),
+)
+
+const StartSessionInput = builder.inputType('StartSessionInput', {
+  fields: (t) => ({
+    taskId: t.id({ required: true }),
+    agentProfile: t.string({
+      defaultValue: 'mock',
+      description: 'Agent profile name from the server\'s configuration; the built-in profile is "mock".',
+    }),
+    prompt: t.string({ description: 'Optional first prompt, sent like addMessage.' }),
+    clientMessageId: t.id(),
+  }),
+})
+
+const AddMessageInput = builder.inputType('AddMessageInput', {
+  fields: (t) => ({
+    taskId: t.id({ required: true }),
+    sessionId: t.id({ required: true }),
+    clientMessageId: t.id({
+      required: true,
+      description: 'Stable client-generated id, 1 to 128 characters of [A-Za-z0-9_-:.].',
+    }),
+    content: t.string({ required: true }),
+  }),
+})
+
+const AddMessagePayloadRef = builder.objectRef<{ message: MessageRow; replayed: boolean }>('AddMessagePayload').implement({
+  fields: (t) => ({
+    message: t.field({ type: MessageRef, resolve: (p) => p.message }),
+    replayed: t.exposeBoolean('replayed', {
+      description: 'True when this request was a retry of an already accepted clientMessageId.',
+    }),
+  }),
+})
+
+const FocusAckRef = builder.objectRef<{ sessionId: string; focused: boolean }>('FocusAck').implement({
+  fields: (t) => ({ sessionId: t.exposeID('sessionId'), focused: t.exposeBoolean('focused') }),
+})
+
+/** Answered by the agents milestone; until then a clear error, never made-up data. */
+function pending(field: string) {
+  return (_root: unknown, _args: unknown, ctx: Context): never => {
+    requirePrincipal(ctx)
+    throw notImplemented(`Mutation.${field}`)
+  }
+}
+
+builder.mutationFields((t) => ({
+  startSession: t.field({
+    type: SessionRef,
+    description:
+      'Launches an agent (an ACP agent process of the named profile) for the task. If the launch stops before a session exists, the task keeps a launch error and the mutation returns that error.',
+    args: { input: t.arg({ type: StartSessionInput, required: true }) },
+    resolve: pending('startSession'),
+  }),
+  stopSession: t.field({ type: SessionRef, args: { id: t.arg.id({ required: true }) }, resolve: pending('stopSession') }),
+  resumeSession: t.field({
+    type: SessionRef,
+    description:
+      'Relaunches the agent of a stopped, failed or recovered session. Records a lifecycle-only turn, which moves no activity time.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: pending('resumeSession'),
+  }),
+  deleteSession: t.id({ args: { id: t.arg.id({ required: true }) }, resolve: pending('deleteSession') }),
+  addMessage: t.field({
+    type: AddMessagePayloadRef,
+    description:
+      'Idempotent by clientMessageId: a retry in the same task returns the stored message with replayed = true and dispatches nothing; reuse of the id in another task fails with CONFLICT.',
+    args: { input: t.arg({ type: AddMessageInput, required: true }) },
+    resolve: pending('addMessage'),
+  }),
+  respondToPermission: t.field({
+    type: MessageRef,
+    args: {
+      sessionId: t.arg.id({ required: true }),
+      pendingId: t.arg.id({ required: true }),
+      optionId: t.arg.string({ required: true }),
+    },
+    resolve: pending('respondToPermission'),
+  }),
+  answerClarification: t.field({
+    type: MessageRef,
+    args: {
+      sessionId: t.arg.id({ required: true }),
+      pendingId: t.arg.id({ required: true }),
+      answer: t.arg.string({ required: true }),
+    },
+    resolve: pending('answerClarification'),
+  }),
+  dismissSessionError: t.field({
+    type: SessionRef,
+    args: { sessionId: t.arg.id({ required: true }) },
+    resolve: pending('dismissSessionError'),
+  }),
+  focusSession: t.field({
+    type: FocusAckRef,
+    description: "WebSocket only: sets this connection's focused session (Git fast monitoring). Acknowledges; replays nothing.",
+    args: { sessionId: t.arg.id({ required: true }) },
+    resolve: pending('focusSession'),
+  }),
+}))

@@ -1,0 +1,149 @@
+import { builder } from '../builder.ts'
+import { requirePrincipal } from '../authorize.ts'
+import { notImplemented } from '../../errors.ts'
+import {
+  PULL_REQUEST_AGGREGATE_STATES,
+  RECOVERY_ACTIONS,
+  type ActiveError,
+  type GitTotals,
+  type PullRequestSummary,
+  type StoredSummary,
+} from '../../summary/types.ts'
+import { SessionStateEnum } from './session.ts'
+import { TaskRef } from './task.ts'
+
+const ForegroundActivityEnum = builder.enumType('ForegroundActivity', { values: ['GENERATING', 'BACKGROUND'] as const })
+const PendingActionEnum = builder.enumType('PendingAction', { values: ['PERMISSION', 'CLARIFICATION'] as const })
+const RecoveryActionEnum = builder.enumType('RecoveryAction', { values: RECOVERY_ACTIONS })
+const PullRequestAggregateStateEnum = builder.enumType('PullRequestAggregateState', {
+  values: PULL_REQUEST_AGGREGATE_STATES,
+})
+
+const PrimarySessionSummaryRef = builder
+  .objectRef<{ id: string; state: (typeof SessionStateEnum)['$inferType'] }>('PrimarySessionSummary')
+  .implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      state: t.expose('state', { type: SessionStateEnum }),
+    }),
+  })
+
+const ActiveErrorRef = builder.objectRef<ActiveError>('ActiveError').implement({
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId', { nullable: true, description: 'Null for a task-owned (pre-session launch) error.' }),
+    taskRepositoryId: t.exposeID('taskRepositoryId', { nullable: true }),
+    stamp: t.exposeString('stamp'),
+    occurredAt: t.field({ type: 'DateTime', resolve: (e) => new Date(e.occurredAt) }),
+    preview: t.exposeString('preview', { description: 'At most 512 UTF-8 bytes.' }),
+    category: t.exposeString('category', { nullable: true, description: 'At most 64 UTF-8 bytes.' }),
+    recoveryActions: t.expose('recoveryActions', {
+      type: [RecoveryActionEnum],
+      description: 'Known values only, de-duplicated, order kept, at most three.',
+    }),
+  }),
+})
+
+const GitTotalsRef = builder.objectRef<GitTotals>('GitTotals').implement({
+  description: 'Aggregate of the latest observation of every repository of the task: numeric totals only.',
+  fields: (t) => ({
+    additions: t.exposeInt('additions'),
+    deletions: t.exposeInt('deletions'),
+    changedFiles: t.exposeInt('changedFiles'),
+    ahead: t.exposeInt('ahead'),
+    behind: t.exposeInt('behind'),
+    comparisonUnavailable: t.exposeBoolean('comparisonUnavailable', {
+      description:
+        'True when some repository could not be compared (missing base, monitor failure); totals then keep the last good observation.',
+    }),
+  }),
+})
+
+const PullRequestRefRef = builder
+  .objectRef<NonNullable<PullRequestSummary['representative']>>('PullRequestRef')
+  .implement({
+    fields: (t) => ({
+      repository: t.exposeString('repository'),
+      number: t.exposeInt('number'),
+      url: t.exposeString('url'),
+    }),
+  })
+
+const PullRequestSummaryRef = builder.objectRef<PullRequestSummary>('PullRequestSummary').implement({
+  fields: (t) => ({
+    count: t.exposeInt('count'),
+    openCount: t.exposeInt('openCount'),
+    aggregateState: t.expose('aggregateState', {
+      type: PullRequestAggregateStateEnum,
+      description: 'The most attention-worthy state; open pull requests before terminal ones.',
+    }),
+    representative: t.expose('representative', { type: PullRequestRefRef, nullable: true }),
+    autoFixEnabled: t.exposeBoolean('autoFixEnabled', {
+      description: 'True when any active (open) linked pull request has auto-fix enabled.',
+    }),
+    autoMergeEnabled: t.exposeBoolean('autoMergeEnabled', {
+      description: 'True when any active (open) linked pull request has auto-merge enabled.',
+    }),
+  }),
+})
+
+export const TaskStatusSummaryRef = builder.objectRef<StoredSummary>('TaskStatusSummary').implement({
+  description:
+    'The bounded status contract of one task. Its size does not grow with the number of sessions, repositories, pull requests or messages.',
+  fields: (t) => ({
+    taskId: t.exposeID('taskId'),
+    revision: t.exposeInt('revision', { description: 'Monotonic per task; advances only when the semantic payload changes.' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'Projection time of this revision.' }),
+    lastActivityAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'Latest durable task, user-prompt or conversational-turn milestone. Never moved by focus, subscriptions, Git/PR polling, repair or streamed chunks.',
+      resolve: (s) => (s.payload.lastActivityAt ? new Date(s.payload.lastActivityAt) : null),
+    }),
+    primarySession: t.field({
+      type: PrimarySessionSummaryRef,
+      nullable: true,
+      resolve: (s) => s.payload.primarySession,
+    }),
+    foregroundActivity: t.field({
+      type: ForegroundActivityEnum,
+      nullable: true,
+      description: 'Null means idle.',
+      resolve: (s) => s.payload.foregroundActivity,
+    }),
+    activeSubagentCount: t.int({ resolve: (s) => s.payload.activeSubagentCount }),
+    pendingAction: t.field({
+      type: PendingActionEnum,
+      nullable: true,
+      description: 'Null means no pending action.',
+      resolve: (s) => s.payload.pendingAction,
+    }),
+    activeError: t.field({ type: ActiveErrorRef, nullable: true, resolve: (s) => s.payload.activeError }),
+    git: t.field({ type: GitTotalsRef, nullable: true, resolve: (s) => s.payload.git }),
+    pullRequest: t.field({ type: PullRequestSummaryRef, nullable: true, resolve: (s) => s.payload.pullRequest }),
+  }),
+})
+
+builder.objectField(TaskRef, 'statusSummary', (t) =>
+  t.field({
+    type: TaskStatusSummaryRef,
+    nullable: true,
+    description: 'Bounded runtime facts for task switchers. Null only while a summary has never been derivable.',
+    resolve: () => {
+      throw notImplemented('Task.statusSummary')
+    },
+  }),
+)
+
+builder.queryField('taskStatusSummaries', (t) =>
+  t.field({
+    type: [TaskStatusSummaryRef],
+    nullable: { list: false, items: true },
+    description: 'Latest summaries for a set of tasks (at most 1000 ids); null for an unknown or unreadable id.',
+    args: { taskIds: t.arg.idList({ required: true }) },
+    resolve: (_root, _args, ctx) => {
+      requirePrincipal(ctx)
+      throw notImplemented('Query.taskStatusSummaries')
+    },
+  }),
+)

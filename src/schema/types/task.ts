@@ -1,0 +1,191 @@
+import { builder } from '../builder.ts'
+import { requireReadableTask, requireWorkspaceMember } from '../authorize.ts'
+import { boundedText, intInRange, optionalText } from '../validate.ts'
+import { decodeTaskCursor, encodeTaskCursor } from '../cursor.ts'
+import { badInput, notFound } from '../../errors.ts'
+import { createTask, deleteTask, listTasks, StepNotInWorkspace, updateTask } from '../../store/tasks.ts'
+import type { TaskRepositoryRow, TaskRow } from '../../store/rows.ts'
+import type { Context } from '../context.ts'
+
+export const MAX_TASKS_PAGE = 500
+const MAX_TITLE = 500
+const MAX_DESCRIPTION = 20_000
+const MAX_REPOSITORIES = 50
+
+export const TaskRef = builder.objectRef<TaskRow>('Task')
+
+export const TaskRepositoryRef = builder.objectRef<TaskRepositoryRow>('TaskRepository').implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    localPath: t.exposeString('localPath', {
+      nullable: true,
+      description: 'Working tree the Git monitor observes (may be null for a repository with no local checkout).',
+    }),
+    baseBranch: t.exposeString('baseBranch', { nullable: true }),
+    branch: t.exposeString('branch', { nullable: true }),
+  }),
+})
+
+TaskRef.implement({
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    workspaceId: t.exposeID('workspaceId'),
+    title: t.exposeString('title'),
+    description: t.exposeString('description', { nullable: true }),
+    workflowStepId: t.exposeID('workflowStepId'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    repositories: t.field({
+      type: [TaskRepositoryRef],
+      resolve: (task, _args, ctx) => ctx.loaders.repositoriesOfTask.load(task.id),
+    }),
+  }),
+})
+
+export interface TaskPage {
+  tasks: TaskRow[]
+  hasNextPage: boolean
+}
+
+const TaskEdgeRef = builder.objectRef<TaskRow>('TaskEdge').implement({
+  fields: (t) => ({
+    cursor: t.string({ resolve: (task) => encodeTaskCursor(task) }),
+    node: t.field({ type: TaskRef, resolve: (task) => task }),
+  }),
+})
+
+const PageInfoRef = builder.objectRef<TaskPage>('PageInfo').implement({
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage'),
+    endCursor: t.string({
+      nullable: true,
+      resolve: ({ tasks }) => (tasks.length ? encodeTaskCursor(tasks[tasks.length - 1]!) : null),
+    }),
+  }),
+})
+
+export const TaskConnectionRef = builder.objectRef<TaskPage>('TaskConnection').implement({
+  fields: (t) => ({
+    edges: t.field({ type: [TaskEdgeRef], resolve: (page) => page.tasks }),
+    pageInfo: t.field({ type: PageInfoRef, resolve: (page) => page }),
+  }),
+})
+
+/** Shared by Query.tasks and BootState.tasks: validated arguments, one page, no per-task query. */
+export async function taskPage(ctx: Context, workspaceId: string, first: number, after: string | null | undefined) {
+  intInRange('first', first, 0, MAX_TASKS_PAGE)
+  const cursor = after ? decodeTaskCursor(after) : undefined
+  await requireWorkspaceMember(ctx, workspaceId)
+  const page = await listTasks(ctx.store, workspaceId, first, cursor)
+  for (const task of page.tasks) ctx.loaders.task.prime(task.id, task)
+  return page
+}
+
+builder.queryFields((t) => ({
+  task: t.field({
+    type: TaskRef,
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => requireReadableTask(ctx, id),
+  }),
+  tasks: t.field({
+    type: TaskConnectionRef,
+    description:
+      'Task list of one workspace, newest activity first. Every task carries its latest statusSummary; no per-task query is made to resolve them.',
+    args: {
+      workspaceId: t.arg.id({ required: true }),
+      first: t.arg.int({ defaultValue: 100 }),
+      after: t.arg.string(),
+    },
+    resolve: (_root, args, ctx) => taskPage(ctx, args.workspaceId, args.first ?? 100, args.after),
+  }),
+}))
+
+const TaskRepositoryInput = builder.inputType('TaskRepositoryInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    localPath: t.string(),
+    baseBranch: t.string(),
+    branch: t.string(),
+  }),
+})
+
+const CreateTaskInput = builder.inputType('CreateTaskInput', {
+  fields: (t) => ({
+    workspaceId: t.id({ required: true }),
+    title: t.string({ required: true }),
+    description: t.string(),
+    workflowStepId: t.id({ description: "Defaults to the workspace's first workflow step." }),
+    repositories: t.field({ type: [TaskRepositoryInput] }),
+  }),
+})
+
+const UpdateTaskInput = builder.inputType('UpdateTaskInput', {
+  fields: (t) => ({
+    title: t.string(),
+    description: t.string(),
+    workflowStepId: t.id(),
+  }),
+})
+
+function stepError(error: unknown): never {
+  if (error instanceof StepNotInWorkspace)
+    throw badInput('workflowStepId is not a step of this task’s workspace.', 'workflowStepId')
+  throw error
+}
+
+builder.mutationFields((t) => ({
+  createTask: t.field({
+    type: TaskRef,
+    args: { input: t.arg({ type: CreateTaskInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const repositories = input.repositories ?? []
+      if (repositories.length > MAX_REPOSITORIES)
+        throw badInput(`A task has at most ${MAX_REPOSITORIES} repositories.`, 'repositories')
+      const validated = {
+        workspaceId: input.workspaceId,
+        title: boundedText('title', input.title, { max: MAX_TITLE }),
+        description: optionalText('description', input.description, MAX_DESCRIPTION),
+        workflowStepId: input.workflowStepId,
+        repositories: repositories.map((r) => ({
+          name: boundedText('repositories.name', r.name, { max: 200 }),
+          localPath: optionalText('repositories.localPath', r.localPath, 4096),
+          baseBranch: optionalText('repositories.baseBranch', r.baseBranch, 255),
+          branch: optionalText('repositories.branch', r.branch, 255),
+        })),
+      }
+      await requireWorkspaceMember(ctx, input.workspaceId)
+      const task = await createTask(ctx.store, validated).catch(stepError)
+      return task
+    },
+  }),
+  updateTask: t.field({
+    type: TaskRef,
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateTaskInput, required: true }) },
+    resolve: async (_root, { id, input }, ctx) => {
+      if (input.title === null) throw badInput('title cannot be null.', 'title')
+      if (input.workflowStepId === null) throw badInput('workflowStepId cannot be null.', 'workflowStepId')
+      const changes = {
+        title: input.title === undefined ? undefined : boundedText('title', input.title, { max: MAX_TITLE }),
+        description: optionalText('description', input.description, MAX_DESCRIPTION),
+        workflowStepId: input.workflowStepId,
+      }
+      await requireReadableTask(ctx, id)
+      const task = await updateTask(ctx.store, id, changes).catch(stepError)
+      return task
+    },
+  }),
+  deleteTask: t.id({
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await requireReadableTask(ctx, id)
+      const task = await deleteTask(ctx.store, id).catch((error: unknown) => {
+        // Deleted concurrently by another request between the read and the delete.
+        if ((error as { code?: string }).code === 'P2025') throw notFound('Task', id)
+        throw error
+      })
+      return task.id
+    },
+  }),
+}))

@@ -1,0 +1,102 @@
+import { createServer, type Server as HttpServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Config } from '../config/config.ts'
+import { createLogger, type Logger } from '../observability/logger.ts'
+import { createMetrics } from '../observability/metrics.ts'
+import { connectDatabase } from '../store/db.ts'
+import { deployMigrations } from '../store/migrate.ts'
+import { createStore, type Clock, type Store } from '../store/store.ts'
+import { bootstrapAdmin } from '../store/users.ts'
+import { createMemoryPubSub } from '../pubsub/memory.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
+import { startTaskFeed } from '../feed/task-feed.ts'
+import { createYogaServer } from './yoga.ts'
+import { attachWebSocketServer } from './websocket.ts'
+import { handleOperationalRoute } from './http-routes.ts'
+import { Readiness } from './readiness.ts'
+
+export interface StartOptions {
+  logger?: Logger
+  clock?: Clock
+  /** Skip `prisma migrate deploy` (tests that start from an already migrated database). */
+  skipMigrations?: boolean
+  /** Called with a generated admin token on first start; defaults to printing it once on stderr. */
+  onAdminTokenGenerated?: (token: string) => void
+}
+
+export interface RunningServer {
+  url: string
+  port: number
+  store: Store
+  pubsub: PubSub
+  readiness: Readiness
+  logger: Logger
+  httpServer: HttpServer
+  close(): Promise<void>
+}
+
+function printAdminTokenOnce(token: string): void {
+  process.stderr.write(
+    `\n  Admin token (shown once; only its hash is stored):\n\n    ${token}\n\n` +
+      `  Use it as: Authorization: Bearer <token>\n\n`,
+  )
+}
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel)
+  const readiness = new Readiness()
+  const metrics = createMetrics()
+
+  if (!options.skipMigrations) {
+    const started = performance.now()
+    await deployMigrations(config.databaseProvider, config.databaseUrl)
+    logger.info({ provider: config.databaseProvider, ms: Math.round(performance.now() - started) }, 'migrations applied')
+  }
+  const db = await connectDatabase(config.databaseProvider, config.databaseUrl)
+  const store = createStore(db, options.clock)
+
+  const admin = await bootstrapAdmin(db, config.adminToken)
+  if (admin.generatedToken) (options.onAdminTokenGenerated ?? printAdminTokenOnce)(admin.generatedToken)
+
+  const pubsub = createMemoryPubSub()
+  const stopTaskFeed = startTaskFeed(store.events, pubsub, logger)
+
+  const yoga = createYogaServer({ store, pubsub, logger, metrics })
+  const httpServer = createServer((req, res) => {
+    handleOperationalRoute(req, res, { readiness, registry: metrics.registry })
+      .then((handled) => (handled ? undefined : yoga.handle(req, res)))
+      .catch((error: unknown) => {
+        logger.error({ err: error, path: req.url }, 'request failed')
+        if (!res.headersSent) res.writeHead(500).end()
+      })
+  })
+  const websocket = attachWebSocketServer({ httpServer, yoga, store, logger, metrics })
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject)
+    httpServer.listen(config.port, config.host, () => resolve())
+  })
+  const port = (httpServer.address() as AddressInfo).port
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host
+  const url = `http://${host}:${port}`
+  readiness.markReady()
+  logger.info({ url: `${url}/graphql`, port, provider: config.databaseProvider }, 'server listening')
+
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      readiness.hold('shutdown')
+      logger.info('shutting down')
+      const stopped = new Promise<void>((resolve) => httpServer.close(() => resolve()))
+      await websocket.close()
+      httpServer.closeAllConnections()
+      await stopped
+      stopTaskFeed()
+      await yoga.dispose()
+      await pubsub.close()
+      await db.$disconnect()
+      logger.info('shut down')
+    })())
+
+  return { url, port, store, pubsub, readiness, logger, httpServer, close }
+}

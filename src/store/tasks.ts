@@ -1,0 +1,150 @@
+import type { Store } from './store.ts'
+
+export interface NewTaskRepository {
+  name: string
+  localPath?: string | null
+  baseBranch?: string | null
+  branch?: string | null
+}
+
+export interface NewTask {
+  workspaceId: string
+  title: string
+  description?: string | null
+  workflowStepId?: string | null
+  repositories?: NewTaskRepository[] | null
+}
+
+export interface TaskChanges {
+  title?: string
+  description?: string | null
+  workflowStepId?: string
+}
+
+export class StepNotInWorkspace extends Error {}
+
+/** Position in the "newest activity first" order: activity time, then id, both descending. */
+export interface TaskCursor {
+  lastActivityAt: Date
+  id: string
+}
+
+async function stepOfWorkspace({ db }: Store, workspaceId: string, stepId: string | null | undefined) {
+  const step = stepId
+    ? await db.workflowStep.findUnique({ where: { id: stepId } })
+    : await db.workflowStep.findFirst({ where: { workspaceId }, orderBy: { position: 'asc' } })
+  if (!step || step.workspaceId !== workspaceId) throw new StepNotInWorkspace(stepId ?? '(first step)')
+  return step
+}
+
+export async function createTask(store: Store, input: NewTask) {
+  const step = await stepOfWorkspace(store, input.workspaceId, input.workflowStepId)
+  const now = store.now()
+  const task = await store.db.task.create({
+    data: {
+      workspaceId: input.workspaceId,
+      workflowStepId: step.id,
+      title: input.title,
+      description: input.description ?? null,
+      createdAt: now,
+      updatedAt: now,
+      lastActivityAt: now,
+      repositories: {
+        create: (input.repositories ?? []).map((r, position) => ({
+          position,
+          name: r.name,
+          localPath: r.localPath ?? null,
+          baseBranch: r.baseBranch ?? null,
+          branch: r.branch ?? null,
+        })),
+      },
+    },
+  })
+  store.events.emit({ kind: 'task.created', taskId: task.id, workspaceId: task.workspaceId })
+  return task
+}
+
+/** A persisted task mutation: moves updatedAt and (monotonically) lastActivityAt. */
+export async function updateTask(store: Store, taskId: string, changes: TaskChanges) {
+  const current = await store.db.task.findUniqueOrThrow({ where: { id: taskId } })
+  const step =
+    changes.workflowStepId !== undefined
+      ? await stepOfWorkspace(store, current.workspaceId, changes.workflowStepId)
+      : undefined
+  const now = store.now()
+  const task = await store.db.$transaction(async (tx) => {
+    const updated = await tx.task.update({
+      where: { id: taskId },
+      data: {
+        ...(changes.title !== undefined && { title: changes.title }),
+        ...(changes.description !== undefined && { description: changes.description }),
+        ...(step && { workflowStepId: step.id }),
+        updatedAt: now,
+        lastActivityAt: now > current.lastActivityAt ? now : current.lastActivityAt,
+      },
+    })
+    // A move to a terminal step is one of the three ways a task-owned launch error clears.
+    if (step?.terminal && step.id !== current.workflowStepId) {
+      await tx.taskLaunchError.updateMany({ where: { taskId, clearedAt: null }, data: { clearedAt: now } })
+    }
+    return updated
+  })
+  store.events.emit({ kind: 'task.updated', taskId, workspaceId: task.workspaceId })
+  return task
+}
+
+export async function deleteTask(store: Store, taskId: string) {
+  const task = await store.db.task.delete({ where: { id: taskId } })
+  store.events.emit({ kind: 'task.deleted', taskId, workspaceId: task.workspaceId })
+  return task
+}
+
+export function findTasks({ db }: Store, ids: readonly string[]) {
+  return db.task.findMany({ where: { id: { in: [...ids] } } })
+}
+
+/** One page of a workspace's tasks, newest activity first; fetches one extra row to tell if more follow. */
+export async function listTasks({ db }: Store, workspaceId: string, first: number, after?: TaskCursor) {
+  const rows = await db.task.findMany({
+    where: {
+      workspaceId,
+      ...(after && {
+        OR: [
+          { lastActivityAt: { lt: after.lastActivityAt } },
+          { lastActivityAt: after.lastActivityAt, id: { lt: after.id } },
+        ],
+      }),
+    },
+    orderBy: [{ lastActivityAt: 'desc' }, { id: 'desc' }],
+    take: first + 1,
+  })
+  return { tasks: rows.slice(0, first), hasNextPage: rows.length > first }
+}
+
+export function tasksOfSteps({ db }: Store, stepIds: readonly string[]) {
+  return db.task.findMany({
+    where: { workflowStepId: { in: [...stepIds] } },
+    orderBy: [{ lastActivityAt: 'desc' }, { id: 'desc' }],
+  })
+}
+
+export function repositoriesOfTasks({ db }: Store, taskIds: readonly string[]) {
+  return db.taskRepository.findMany({
+    where: { taskId: { in: [...taskIds] } },
+    orderBy: [{ taskId: 'asc' }, { position: 'asc' }],
+  })
+}
+
+export function sessionsOfTasks({ db }: Store, taskIds: readonly string[]) {
+  return db.session.findMany({
+    where: { taskId: { in: [...taskIds] } },
+    orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+  })
+}
+
+export function pullRequestsOfTasks({ db }: Store, taskIds: readonly string[]) {
+  return db.pullRequestObservation.findMany({
+    where: { taskId: { in: [...taskIds] } },
+    orderBy: [{ repository: 'asc' }, { number: 'asc' }],
+  })
+}

@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { CloseEvent } from 'ws'
+import { PROVIDERS } from '../support/databases.ts'
+import { startTestServer, type TestServer } from '../support/server.ts'
+import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
+import {
+  CreateTaskDocument,
+  CreateUserDocument,
+  CreateWorkspaceDocument,
+  DeleteTaskDocument,
+  UpdateTaskDocument,
+  ViewerDocument,
+  WorkspaceEventsDocument,
+} from '../generated/graphql.ts'
+
+describe.each(PROVIDERS)('graphql-ws on /graphql (%s)', (provider) => {
+  let server: TestServer
+  let alice: string
+  let bob: string
+  let workspaceId: string
+
+  beforeAll(async () => {
+    server = await startTestServer(provider)
+    alice = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'Alice' })).createUser.token
+    bob = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'Bob' })).createUser.token
+    workspaceId = (await ok(server.graphqlUrl, alice, CreateWorkspaceDocument, { name: 'W' })).createWorkspace.id
+  })
+  afterAll(() => server?.close())
+
+  it('authenticates with the connection_init payload and answers queries over the socket', async () => {
+    const client = await wsClient(server.wsUrl, alice)
+    const result = await wsExecute(client, ViewerDocument)
+    expect(result.data?.viewer.user.name).toBe('Alice')
+    await client.dispose()
+  })
+
+  it('closes a connection without a valid token with 4403', async () => {
+    await expect(wsClient(server.wsUrl, undefined)).rejects.toMatchObject({ code: 4403 } satisfies Partial<CloseEvent>)
+    await expect(wsClient(server.wsUrl, 'tss_wrong')).rejects.toMatchObject({ code: 4403 })
+  })
+
+  it('streams TaskUpserted and TaskDeleted to workspace members only', async () => {
+    const member = await wsClient(server.wsUrl, alice)
+    const outsider = await wsClient(server.wsUrl, bob)
+    const feed = wsSubscribe(member, WorkspaceEventsDocument, { workspaceId })
+    const denied = wsSubscribe(outsider, WorkspaceEventsDocument, { workspaceId })
+    await denied.waitFor(1)
+    expect(denied.events[0]?.errors?.[0]?.extensions?.code).toBe('FORBIDDEN')
+
+    // The subscription is registered once the server has acknowledged an operation sent after it.
+    await wsExecute(member, ViewerDocument)
+    const task = (await ok(server.graphqlUrl, alice, CreateTaskDocument, { input: { workspaceId, title: 'live' } }))
+      .createTask
+    await ok(server.graphqlUrl, alice, UpdateTaskDocument, { id: task.id, input: { title: 'live 2' } })
+    await ok(server.graphqlUrl, alice, DeleteTaskDocument, { id: task.id })
+    const events = await feed.waitFor(3)
+    expect(events.map((e) => e.data?.workspaceEvents)).toEqual([
+      { __typename: 'TaskUpserted', task: { id: task.id, title: 'live', workflowStepId: task.workflowStepId } },
+      { __typename: 'TaskUpserted', task: { id: task.id, title: 'live 2', workflowStepId: task.workflowStepId } },
+      { __typename: 'TaskDeleted', taskId: task.id, workspaceId },
+    ])
+    feed.dispose()
+    await member.dispose()
+    await outsider.dispose()
+  })
+
+  it('does not deliver another workspace’s events', async () => {
+    const otherWorkspace = (await ok(server.graphqlUrl, bob, CreateWorkspaceDocument, { name: 'Other' }))
+      .createWorkspace.id
+    const client = await wsClient(server.wsUrl, alice)
+    const feed = wsSubscribe(client, WorkspaceEventsDocument, { workspaceId })
+    await wsExecute(client, ViewerDocument)
+    await ok(server.graphqlUrl, bob, CreateTaskDocument, { input: { workspaceId: otherWorkspace, title: 'secret' } })
+    const mine = (await ok(server.graphqlUrl, alice, CreateTaskDocument, { input: { workspaceId, title: 'mine' } }))
+      .createTask
+    const [first] = await feed.waitFor(1)
+    // The first event to arrive is the member's own task: the other workspace's task never came.
+    expect(first?.data?.workspaceEvents).toMatchObject({ __typename: 'TaskUpserted', task: { id: mine.id } })
+    feed.dispose()
+    await client.dispose()
+  })
+
+  it('reports a syntax error as the operation’s error without closing the socket', async () => {
+    const client = await wsClient(server.wsUrl, alice)
+    const result = await new Promise<unknown>((resolve) => {
+      client.subscribe({ query: '{ viewer { ' }, { next: resolve, error: resolve, complete: () => undefined })
+    })
+    expect(JSON.stringify(result)).toContain('GRAPHQL_PARSE_FAILED')
+    expect((await wsExecute(client, ViewerDocument)).data?.viewer.user.name).toBe('Alice')
+    await client.dispose()
+  })
+})

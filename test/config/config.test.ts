@@ -1,0 +1,54 @@
+import { writeFileSync, mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../src/config/config.ts'
+
+describe('loadConfig', () => {
+  it('defaults to SQLite in ./data, port 4000 on loopback, in-process pub/sub', () => {
+    const config = loadConfig({})
+    expect(config).toMatchObject({
+      port: 4000,
+      host: '127.0.0.1',
+      databaseProvider: 'sqlite',
+      databaseUrl: `file:${path.resolve('data/app.db')}`,
+      redisUrl: undefined,
+      adminToken: undefined,
+      agentProfiles: {},
+      logLevel: 'info',
+    })
+  })
+
+  it('picks PostgreSQL from a postgres:// or postgresql:// URL', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).databaseProvider).toBe('postgres')
+    expect(loadConfig({ DATABASE_URL: 'postgresql://u@h/db' }).databaseProvider).toBe('postgres')
+  })
+
+  it('keeps an absolute SQLite path and resolves a relative one against the working directory', () => {
+    expect(loadConfig({ DATABASE_URL: 'file:/var/x.db' }).databaseUrl).toBe('file:/var/x.db')
+    expect(loadConfig({ DATABASE_URL: 'file:rel/x.db' }).databaseUrl).toBe(`file:${path.resolve('rel/x.db')}`)
+  })
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+    [{ ADMIN_TOKEN: 'short' }, 'ADMIN_TOKEN'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ AGENT_PROFILES: '{not json' }, 'AGENT_PROFILES'],
+    [{ AGENT_PROFILES: '{"x": {"command": []}}' }, 'AGENT_PROFILES'],
+    [{ AGENT_PROFILES: '/no/such/profiles.json' }, 'AGENT_PROFILES'],
+  ])('names the bad variable in %o', (env, variable) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError)
+    expect(() => loadConfig(env)).toThrow(new RegExp(variable))
+  })
+
+  it('reads AGENT_PROFILES inline or from a file', () => {
+    const profiles = { claude: { command: ['claude-acp', '--stdio'], env: { A: '1' } } }
+    expect(loadConfig({ AGENT_PROFILES: JSON.stringify(profiles) }).agentProfiles).toEqual(profiles)
+    const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'profiles-')), 'p.json')
+    writeFileSync(file, JSON.stringify({ x: { command: ['x'] } }))
+    expect(loadConfig({ AGENT_PROFILES: file }).agentProfiles).toEqual({ x: { command: ['x'], env: {} } })
+  })
+})

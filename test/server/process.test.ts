@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { emptyDatabase, PROVIDERS, tempDir } from '../support/databases.ts'
+import { freePort } from '../support/postgres-cluster.ts'
+
+const root = new URL('../..', import.meta.url).pathname
+const children: ChildProcess[] = []
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL')
+})
+
+/** `npm start`'s command as a real child process; resolves once it logs that it listens. */
+function startProcess(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const listening = new Promise<void>((resolve, reject) => {
+    child.stdout!.on('data', () => stdout.includes('"server listening"') && resolve())
+    void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
+  })
+  listening.catch(() => undefined) // awaited by the tests that expect a start; others watch `exited`
+  return { child, exited, listening, output: () => ({ stdout, stderr }) }
+}
+
+const viewer = (port: number, token: string) =>
+  fetch(`http://127.0.0.1:${port}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: '{ viewer { user { id name } } }' }),
+  }).then((r) => r.json() as Promise<{ data?: { viewer: { user: { name: string } } } }>)
+
+describe.each(PROVIDERS)('the server process (%s)', (provider) => {
+  it('migrates a fresh database, prints a generated admin token once, keeps it valid across restarts, exits 0 on SIGTERM', async () => {
+    const databaseUrl = await emptyDatabase(provider)
+    const port = await freePort()
+    const env = { DATABASE_URL: databaseUrl, PORT: String(port) }
+
+    const first = startProcess(env)
+    await first.listening
+    const token = /Admin token[^\n]*\n\s*\n\s*(\S+)/.exec(first.output().stderr)?.[1]
+    expect(token).toMatch(/^tss_/)
+    expect((await viewer(port, token!)).data?.viewer.user.name).toBe('admin')
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200)
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200)
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+    expect(metrics).toContain('graphql_request_duration_seconds_count')
+    const graphiql = await fetch(`http://127.0.0.1:${port}/graphql`, { headers: { accept: 'text/html' } })
+    expect(await graphiql.text()).toMatch(/graphiql/i)
+    first.child.kill('SIGTERM')
+    expect(await first.exited).toBe(0)
+    // Logs are JSON lines and never carry the token.
+    for (const line of first.output().stdout.trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow()
+    expect(first.output().stdout).not.toContain(token!)
+
+    const second = startProcess(env)
+    await second.listening
+    expect(second.output().stderr).not.toContain('Admin token')
+    expect((await viewer(port, token!)).data?.viewer.user.name).toBe('admin')
+    second.child.kill('SIGINT')
+    expect(await second.exited).toBe(0)
+  })
+})
+
+describe('the server process configuration', () => {
+  it('exits 1 with a clear message on a bad variable', async () => {
+    const run = startProcess({ PORT: 'not-a-port', DATABASE_URL: `file:${path.join(tempDir('bad'), 'x.db')}` })
+    expect(await run.exited).toBe(1)
+    expect(run.output().stderr).toContain('Invalid configuration')
+    expect(run.output().stderr).toContain('PORT')
+  })
+
+  it('accepts ADMIN_TOKEN from the environment and prints no token', async () => {
+    const port = await freePort()
+    const adminToken = 'an-operator-chosen-admin-token'
+    const run = startProcess({
+      ADMIN_TOKEN: adminToken,
+      PORT: String(port),
+      DATABASE_URL: `file:${path.join(tempDir('env-admin'), 'app.db')}`,
+    })
+    await run.listening
+    expect(run.output().stderr).not.toContain('Admin token')
+    expect((await viewer(port, adminToken)).data?.viewer.user.name).toBe('admin')
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+  })
+})

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto'
+import { pino } from 'pino'
+import type { DatabaseProvider } from '../../src/config/config.ts'
+import { loadConfig } from '../../src/config/config.ts'
+import { startServer, type RunningServer, type StartOptions } from '../../src/server/app.ts'
+import { migratedDatabase } from './databases.ts'
+
+export interface TestServer extends RunningServer {
+  adminToken: string
+  graphqlUrl: string
+  wsUrl: string
+  databaseUrl: string
+}
+
+/** The real server on a free loopback port, on a fresh migrated database of the provider. */
+export async function startTestServer(
+  provider: DatabaseProvider,
+  options: StartOptions & { env?: Record<string, string>; databaseUrl?: string } = {},
+): Promise<TestServer> {
+  const adminToken = `admin_${randomBytes(16).toString('hex')}`
+  const databaseUrl = options.databaseUrl ?? (await migratedDatabase(provider))
+  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, ...options.env })
+  const server = await startServer(config, {
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    skipMigrations: true,
+    ...options,
+  })
+  return {
+    ...server,
+    adminToken,
+    databaseUrl,
+    graphqlUrl: `${server.url}/graphql`,
+    wsUrl: `${server.url.replace(/^http/, 'ws')}/graphql`,
+  }
+}
