@@ -19,6 +19,27 @@ export function createMetrics() {
       labelNames: ['code'] as const,
       registers: [registry],
     }),
+    projectorRevisions: new Counter({
+      name: 'projector_revisions_total',
+      help: 'Summary revisions written (and published) by the projector',
+      registers: [registry],
+    }),
+    projectorNoops: new Counter({
+      name: 'projector_noops_total',
+      help: 'Projections that found the stored summary already current',
+      registers: [registry],
+    }),
+    projectorRetries: new Counter({
+      name: 'projector_retries_total',
+      help: 'Compare-and-update rejections that made the projector reload and retry',
+      registers: [registry],
+    }),
+    projectorFailures: new Counter({
+      name: 'projector_failures_total',
+      help: 'Projections that failed (invalid summary, exhausted retries, database error); the last valid summary stays',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     websocketConnections: new Counter({
       name: 'websocket_connections_total',
       help: 'graphql-ws connections accepted',

@@ -4,10 +4,23 @@
  * subscribers load what they render. Delivery is at-most-once.
  */
 
+import type { SummaryPayload } from '../summary/types.ts'
+
+/** A summary replacement carries the whole bounded summary, so subscribers need no read per event. */
+export interface SummaryUpdatedPayload {
+  type: 'TaskStatusSummaryUpdated'
+  workspaceId: string
+  taskId: string
+  revision: number
+  /** ISO-8601 projection time */
+  updatedAt: string
+  summary: SummaryPayload
+}
+
 export type WorkspaceEventPayload =
   | { type: 'TaskUpserted'; workspaceId: string; taskId: string }
   | { type: 'TaskDeleted'; workspaceId: string; taskId: string }
-  | { type: 'TaskStatusSummaryUpdated'; workspaceId: string; taskId: string; revision: number }
+  | SummaryUpdatedPayload
   | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
 
 export interface Topics {
@@ -29,3 +42,8 @@ export interface PubSub {
 }
 
 export const channelOf = (topic: Topic, key: string) => `${topic}:${key}`
+
+/** What a subscriber of each topic receives when deltas may have been lost (overflow, reconnect). */
+export const RESYNC: { [T in Topic]: (key: string, reason: string) => Topics[T] } = {
+  workspace: (workspaceId, reason) => ({ type: 'WorkspaceResync', workspaceId, reason }),
+}

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.ts'
+import type { Projector } from '../projector/projector.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { Principal } from '../store/users.ts'
@@ -8,6 +9,7 @@ import { createLoaders, type Loaders } from './loaders.ts'
 export interface Context {
   store: Store
   pubsub: PubSub
+  projector: Projector
   logger: Logger
   principal: Principal | null
   loaders: Loaders
@@ -18,9 +20,10 @@ export interface Context {
 export interface ContextServices {
   store: Store
   pubsub: PubSub
+  projector: Projector
   logger: Logger
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connectionId?: string): Context {
-  return { ...services, principal, connectionId, loaders: createLoaders(services.store, principal?.userId) }
+  return { ...services, principal, connectionId, loaders: createLoaders(services, principal?.userId) }
 }

@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader'
 import type { Store } from '../store/store.ts'
+import type { Projector } from '../projector/projector.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
 import { findSteps, findWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
@@ -24,8 +25,13 @@ function grouped<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): V[]
  * Batching loaders, created per request (and per subscription event) so that nothing is cached
  * across requests: every operation reads the authoritative records as they are now.
  */
-export function createLoaders(store: Store, userId: string | undefined) {
+export function createLoaders({ store, projector }: { store: Store; projector: Projector }, userId: string | undefined) {
   return {
+    /** Stored summaries, with missing or stale ones rebuilt in the same batch. */
+    statusSummary: new DataLoader(async (ids: readonly string[]) => {
+      const summaries = await projector.ensure(ids)
+      return ids.map((id) => summaries.get(id) ?? null)
+    }),
     task: new DataLoader(async (ids: readonly string[]) => byId(ids, await findTasks(store, ids), (t) => t.id)),
     workspace: new DataLoader(async (ids: readonly string[]) =>
       byId(ids, await findWorkspaces(store, ids), (w) => w.id),

@@ -8,8 +8,11 @@ import { deployMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin } from '../store/users.ts'
 import { createMemoryPubSub } from '../pubsub/memory.ts'
+import { createRedisPubSub } from '../pubsub/redis.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import { startTaskFeed } from '../feed/task-feed.ts'
+import { Projector } from '../projector/projector.ts'
+import { recoverAfterRestart } from '../recovery/startup-recovery.ts'
 import { createYogaServer } from './yoga.ts'
 import { attachWebSocketServer } from './websocket.ts'
 import { handleOperationalRoute } from './http-routes.ts'
@@ -29,6 +32,7 @@ export interface RunningServer {
   port: number
   store: Store
   pubsub: PubSub
+  projector: Projector
   readiness: Readiness
   logger: Logger
   httpServer: HttpServer
@@ -58,10 +62,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const admin = await bootstrapAdmin(db, config.adminToken)
   if (admin.generatedToken) (options.onAdminTokenGenerated ?? printAdminTokenOnce)(admin.generatedToken)
 
-  const pubsub = createMemoryPubSub()
+  const pubsub = config.redisUrl ? createRedisPubSub(config.redisUrl, logger) : createMemoryPubSub()
   const stopTaskFeed = startTaskFeed(store.events, pubsub, logger)
+  const projector = new Projector({ store, pubsub, logger, metrics })
+  projector.start()
 
-  const yoga = createYogaServer({ store, pubsub, logger, metrics })
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector })
   const httpServer = createServer((req, res) => {
     handleOperationalRoute(req, res, { readiness, registry: metrics.registry })
       .then((handled) => (handled ? undefined : yoga.handle(req, res)))
@@ -79,8 +85,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   const url = `http://${host}:${port}`
-  readiness.markReady()
   logger.info({ url: `${url}/graphql`, port, provider: config.databaseProvider }, 'server listening')
+  // Serving starts at once (liveness); readiness waits for recovery and converged summaries.
+  await recoverAfterRestart({
+    store,
+    projector,
+    logger,
+    resumableProfiles: new Set(['mock', ...Object.keys(config.agentProfiles)]),
+  })
+  readiness.markReady()
 
   let closing: Promise<void> | undefined
   const close = () =>
@@ -92,11 +105,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       httpServer.closeAllConnections()
       await stopped
       stopTaskFeed()
+      projector.stop()
+      await projector.idle()
       await yoga.dispose()
       await pubsub.close()
       await db.$disconnect()
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, readiness, logger, httpServer, close }
+  return { url, port, store, pubsub, projector, readiness, logger, httpServer, close }
 }

@@ -5,10 +5,29 @@ import type { Db } from './db.ts'
  * Emitted after a write to the authoritative records has committed. The projector consumes
  * these (never raw agent streams); each names the task whose summary may have changed.
  */
-export type SourceEvent =
-  | { kind: 'task.created'; taskId: string; workspaceId: string }
-  | { kind: 'task.updated'; taskId: string; workspaceId: string }
-  | { kind: 'task.deleted'; taskId: string; workspaceId: string }
+export type SourceEventKind =
+  | 'task.created'
+  | 'task.updated'
+  | 'task.deleted'
+  | 'session.created'
+  | 'session.changed'
+  | 'session.deleted'
+  | 'turn.started'
+  | 'turn.changed'
+  | 'turn.completed'
+  | 'message.added'
+  | 'message.updated'
+  | 'message.deleted'
+  | 'git.observed'
+  | 'pullRequest.observed'
+  | 'launchError.changed'
+
+export interface SourceEvent {
+  kind: SourceEventKind
+  taskId: string
+  workspaceId: string
+  sessionId?: string
+}
 
 export interface SourceEvents {
   emit(event: SourceEvent): void

@@ -148,3 +148,14 @@ export function pullRequestsOfTasks({ db }: Store, taskIds: readonly string[]) {
     orderBy: [{ repository: 'asc' }, { number: 'asc' }],
   })
 }
+
+/** Task ids in id order, a page at a time (startup reconciliation walks every task). */
+export async function taskIdsPage({ db }: Store, after: string | undefined, size: number): Promise<string[]> {
+  const rows = await db.task.findMany({
+    select: { id: true },
+    orderBy: { id: 'asc' },
+    take: size,
+    ...(after && { where: { id: { gt: after } } }),
+  })
+  return rows.map((t) => t.id)
+}

@@ -11,7 +11,7 @@ import {
   DeleteTaskDocument,
   TaskDocument,
   TasksDocument,
-  TaskWithSummaryDocument,
+  StartSessionDocument,
   UpdateTaskDocument,
   ViewerDocument,
   WorkflowDocument,
@@ -194,9 +194,8 @@ describe.each(PROVIDERS)('workspaces and tasks over HTTP (%s)', (provider) => {
     const task = (
       await ok(url, alice.token, CreateTaskDocument, { input: { workspaceId, title: 'doomed', repositories: [{ name: 'r' }] } })
     ).createTask
-    await server.store.db.taskStatusSummary.create({
-      data: { taskId: task.id, workspaceId, revision: 1, payload: '{}', updatedAt: new Date() },
-    })
+    await server.projector.idle()
+    expect(await server.store.db.taskStatusSummary.count({ where: { taskId: task.id } })).toBe(1)
     expect((await ok(url, alice.token, DeleteTaskDocument, { id: task.id })).deleteTask).toBe(task.id)
     expect(await server.store.db.taskRepository.count({ where: { taskId: task.id } })).toBe(0)
     expect(await server.store.db.taskStatusSummary.count({ where: { taskId: task.id } })).toBe(0)
@@ -250,8 +249,9 @@ describe.each(PROVIDERS)('workspaces and tasks over HTTP (%s)', (provider) => {
 
   it('answers a contract field of a later milestone with NOT_IMPLEMENTED, never made-up data', async () => {
     const task = (await ok(url, alice.token, CreateTaskDocument, { input: { workspaceId, title: 'later' } })).createTask
-    const result = await http(url, alice.token, TaskWithSummaryDocument, { id: task.id })
+    const result = await http(url, alice.token, StartSessionDocument, { input: { taskId: task.id } })
     expect(errorCodes(result)).toEqual(['NOT_IMPLEMENTED'])
-    expect(result.data?.task?.statusSummary ?? null).toBeNull()
+    expect(result.data).toBeNull()
+    expect(await server.store.db.session.count({ where: { taskId: task.id } })).toBe(0)
   })
 })

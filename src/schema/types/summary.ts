@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts'
 import { requirePrincipal } from '../authorize.ts'
-import { notImplemented } from '../../errors.ts'
+import { badInput } from '../../errors.ts'
 import {
   PULL_REQUEST_AGGREGATE_STATES,
   RECOVERY_ACTIONS,
@@ -11,6 +11,8 @@ import {
 } from '../../summary/types.ts'
 import { SessionStateEnum } from './session.ts'
 import { TaskRef } from './task.ts'
+
+const MAX_SUMMARY_IDS = 1000
 
 const ForegroundActivityEnum = builder.enumType('ForegroundActivity', { values: ['GENERATING', 'BACKGROUND'] as const })
 const PendingActionEnum = builder.enumType('PendingAction', { values: ['PERMISSION', 'CLARIFICATION'] as const })
@@ -129,9 +131,7 @@ builder.objectField(TaskRef, 'statusSummary', (t) =>
     type: TaskStatusSummaryRef,
     nullable: true,
     description: 'Bounded runtime facts for task switchers. Null only while a summary has never been derivable.',
-    resolve: () => {
-      throw notImplemented('Task.statusSummary')
-    },
+    resolve: (task, _args, ctx) => ctx.loaders.statusSummary.load(task.id),
   }),
 )
 
@@ -141,9 +141,16 @@ builder.queryField('taskStatusSummaries', (t) =>
     nullable: { list: false, items: true },
     description: 'Latest summaries for a set of tasks (at most 1000 ids); null for an unknown or unreadable id.',
     args: { taskIds: t.arg.idList({ required: true }) },
-    resolve: (_root, _args, ctx) => {
+    resolve: async (_root, { taskIds }, ctx) => {
       requirePrincipal(ctx)
-      throw notImplemented('Query.taskStatusSummaries')
+      if (taskIds.length > MAX_SUMMARY_IDS)
+        throw badInput(`taskStatusSummaries takes at most ${MAX_SUMMARY_IDS} ids.`, 'taskIds')
+      // Unknown and unreadable ids answer null alike, so the answer reveals nothing of other workspaces.
+      const tasks = await ctx.loaders.task.loadMany(taskIds)
+      const readable = await Promise.all(
+        tasks.map((t) => (t && !(t instanceof Error) ? ctx.loaders.isMember.load(t.workspaceId) : false)),
+      )
+      return Promise.all(taskIds.map((id, i) => (readable[i] ? ctx.loaders.statusSummary.load(id) : null)))
     },
   }),
 )

@@ -59,15 +59,25 @@ async function resolveWorkspaceEvent(
   ctx: Context,
   payload: WorkspaceEventPayload,
 ): Promise<ResolvedWorkspaceEvent | undefined> {
-  ctx.loaders = createLoaders(ctx.store, ctx.principal?.userId)
+  ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
   switch (payload.type) {
     case 'TaskUpserted': {
       const task = await ctx.loaders.task.load(payload.taskId)
       return task && task.workspaceId === payload.workspaceId ? { type: 'TaskUpserted', task } : undefined
     }
     case 'TaskStatusSummaryUpdated':
-      // Published by the summary projector (a later milestone); nothing emits it yet.
-      return undefined
+      return {
+        type: 'TaskStatusSummaryUpdated',
+        taskId: payload.taskId,
+        workspaceId: payload.workspaceId,
+        summary: {
+          taskId: payload.taskId,
+          workspaceId: payload.workspaceId,
+          revision: payload.revision,
+          updatedAt: new Date(payload.updatedAt),
+          payload: payload.summary,
+        },
+      }
     default:
       return payload
   }

@@ -1,0 +1,200 @@
+import type { Logger } from '../observability/logger.ts'
+import type { Metrics } from '../observability/metrics.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
+import type { Store } from '../store/store.ts'
+import { loadSummaryInputs } from '../store/summary-sources.ts'
+import { taskIdsPage } from '../store/tasks.ts'
+import { compareAndUpdateSummary, insertSummaries, readSummaryRows, toStoredSummary, type SummaryRow } from '../store/summaries.ts'
+import { deriveSummary } from '../summary/derive.ts'
+import { InvalidSummaryError, semanticJson, validateSummary } from '../summary/semantic.ts'
+import type { StoredSummary, SummaryPayload } from '../summary/types.ts'
+import { CoalescingRunner } from './coalescing-runner.ts'
+
+export interface ProjectorOptions {
+  store: Store
+  pubsub: PubSub
+  logger: Logger
+  metrics: Metrics
+  /** Compare-and-update attempts per projection before giving up (logged and metered). */
+  maxAttempts?: number
+}
+
+type Derived = { taskId: string; workspaceId: string; payload: SummaryPayload; json: string }
+
+/**
+ * The only writer of task_status_summaries. For a task it loads the stored row, then every
+ * authoritative source, derives, and compares-and-sets; on rejection it reloads and tries again.
+ * Publishes TaskStatusSummaryUpdated only when the revision advanced.
+ */
+export class Projector {
+  readonly #store: Store
+  readonly #pubsub: PubSub
+  readonly #logger: Logger
+  readonly #metrics: Metrics
+  readonly #maxAttempts: number
+  readonly #runner: CoalescingRunner<string>
+  #stopListening?: () => void
+
+  constructor(options: ProjectorOptions) {
+    this.#store = options.store
+    this.#pubsub = options.pubsub
+    this.#logger = options.logger
+    this.#metrics = options.metrics
+    this.#maxAttempts = options.maxAttempts ?? 8
+    this.#runner = new CoalescingRunner((taskId) => this.#projectNow(taskId))
+  }
+
+  /** Consumes the store's source events (never agent streams). */
+  start(): void {
+    this.#stopListening = this.#store.events.on((event) => {
+      if (event.kind === 'task.deleted') return // the summary row goes with the task
+      void this.project(event.taskId)
+    })
+  }
+
+  stop(): void {
+    this.#stopListening?.()
+  }
+
+  /** Re-derives one task's summary; serialized per task, other tasks proceed independently. */
+  project(taskId: string): Promise<void> {
+    return this.#runner.request(taskId).catch((error: unknown) => {
+      this.#metrics.projectorFailures.inc({ reason: 'error' })
+      this.#logger.error({ err: error, taskId, action: 'project' }, 'summary projection failed; last valid summary kept')
+    })
+  }
+
+  /** Waits until no projection is running (tests, shutdown, readiness). */
+  idle(): Promise<void> {
+    return this.#runner.idle()
+  }
+
+  #derive(inputs: Parameters<typeof deriveSummary>[0]): Derived | undefined {
+    const payload = deriveSummary(inputs)
+    try {
+      validateSummary(payload)
+    } catch (error) {
+      if (!(error instanceof InvalidSummaryError)) throw error
+      this.#metrics.projectorFailures.inc({ reason: 'invalid' })
+      this.#logger.error({ taskId: inputs.task.id, reason: error.message }, 'derived an invalid summary; not stored')
+      return undefined
+    }
+    return { taskId: inputs.task.id, workspaceId: inputs.task.workspaceId, payload, json: semanticJson(payload) }
+  }
+
+  async #projectNow(taskId: string): Promise<void> {
+    for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
+      // Stored row first, sources second: a source write that lands in between triggers a later projection.
+      const [stored] = await readSummaryRows(this.#store, [taskId])
+      const inputs = (await loadSummaryInputs(this.#store, [taskId], lastActivityOf(stored ? [stored] : []))).get(taskId)
+      if (!inputs) return // the task is gone
+      const derived = this.#derive(inputs)
+      if (!derived) return
+      if (stored && stored.payload === derived.json) {
+        this.#metrics.projectorNoops.inc()
+        return
+      }
+      if (await this.#write(derived, stored)) return
+      this.#metrics.projectorRetries.inc()
+      this.#logger.debug({ taskId, attempt }, 'summary compare-and-update rejected; rebasing')
+    }
+    this.#metrics.projectorFailures.inc({ reason: 'contention' })
+    this.#logger.error({ taskId, attempts: this.#maxAttempts }, 'summary projection gave up after repeated contention')
+  }
+
+  /** One compare-and-update; publishes the new revision when it was written. */
+  async #write(derived: Derived, stored: SummaryRow | undefined): Promise<boolean> {
+    const updatedAt = this.#store.now()
+    const written = await compareAndUpdateSummary(this.#store, {
+      taskId: derived.taskId,
+      workspaceId: derived.workspaceId,
+      expectedRevision: stored?.revision ?? null,
+      payload: derived.json,
+      updatedAt,
+    })
+    if (written) await this.#published({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt })
+    return written
+  }
+
+  async #published(summary: Derived & { revision: number; updatedAt: Date }): Promise<void> {
+    this.#metrics.projectorRevisions.inc()
+    try {
+      await this.#pubsub.publish('workspace', summary.workspaceId, {
+        type: 'TaskStatusSummaryUpdated',
+        workspaceId: summary.workspaceId,
+        taskId: summary.taskId,
+        revision: summary.revision,
+        updatedAt: summary.updatedAt.toISOString(),
+        summary: summary.payload,
+      })
+    } catch (error) {
+      // At-most-once delivery: the stored revision is what reconnecting clients read.
+      this.#logger.warn({ err: error, taskId: summary.taskId }, 'summary publish failed')
+    }
+  }
+
+  /**
+   * The read path (boot, tasks, workflow, taskStatusSummaries, Task.statusSummary): stored rows
+   * and authoritative sources in one batch; missing rows are created in one statement, stale ones
+   * (for example a pending action that no longer holds) are repaired through the serialized path.
+   */
+  async ensure(taskIds: readonly string[]): Promise<Map<string, StoredSummary>> {
+    const rows = await readSummaryRows(this.#store, taskIds)
+    const storedByTask = new Map(rows.map((r) => [r.taskId, r]))
+    const inputs = await loadSummaryInputs(this.#store, taskIds, lastActivityOf(rows))
+    const result = new Map<string, StoredSummary>()
+    const missing: Derived[] = []
+    const stale: string[] = []
+    for (const [taskId, taskInputs] of inputs) {
+      const stored = storedByTask.get(taskId)
+      const derived = this.#derive(taskInputs)
+      if (!derived) {
+        if (stored) result.set(taskId, toStoredSummary(stored)) // the last valid summary stays visible
+      } else if (!stored) missing.push(derived)
+      else if (stored.payload !== derived.json) stale.push(taskId)
+      else result.set(taskId, toStoredSummary(stored))
+    }
+    const updatedAt = this.#store.now()
+    const inserted = await insertSummaries(
+      this.#store,
+      missing.map((d) => ({ taskId: d.taskId, workspaceId: d.workspaceId, payload: d.json, updatedAt })),
+    )
+    if (inserted) {
+      for (const d of missing) {
+        result.set(d.taskId, { taskId: d.taskId, workspaceId: d.workspaceId, revision: 1, updatedAt, payload: d.payload })
+        await this.#published({ ...d, revision: 1, updatedAt })
+      }
+    } else stale.push(...missing.map((d) => d.taskId))
+    if (stale.length > 0) {
+      await Promise.all(stale.map((taskId) => this.project(taskId)))
+      for (const row of await readSummaryRows(this.#store, stale)) result.set(row.taskId, toStoredSummary(row))
+    }
+    return result
+  }
+
+  /** Startup: every task's summary converges (batches of tasks, oldest id first). */
+  async reconcileAll(batchSize = 500): Promise<number> {
+    let after: string | undefined
+    let count = 0
+    for (;;) {
+      const ids = await taskIdsPage(this.#store, after, batchSize)
+      if (ids.length === 0) return count
+      await this.ensure(ids)
+      count += ids.length
+      after = ids[ids.length - 1]
+    }
+  }
+}
+
+function lastActivityOf(rows: SummaryRow[]): Map<string, Date | null> {
+  return new Map(
+    rows.map((r) => {
+      try {
+        const at = (JSON.parse(r.payload) as { lastActivityAt?: string | null }).lastActivityAt
+        return [r.taskId, at ? new Date(at) : null]
+      } catch {
+        return [r.taskId, null]
+      }
+    }),
+  )
+}

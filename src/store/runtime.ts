@@ -1,0 +1,306 @@
+// Writes to the runtime records of a task: sessions, turns, messages, Git and pull-request
+// observations, launch errors. Each emits a source event after it commits; the projector
+// re-derives the task's summary from these records.
+import type { Store, SourceEventKind } from './store.ts'
+import type { SessionState } from '../summary/types.ts'
+
+async function workspaceOf({ db }: Store, taskId: string): Promise<string> {
+  return (await db.task.findUniqueOrThrow({ where: { id: taskId }, select: { workspaceId: true } })).workspaceId
+}
+
+async function emit(store: Store, kind: SourceEventKind, taskId: string, sessionId?: string) {
+  store.events.emit({ kind, taskId, workspaceId: await workspaceOf(store, taskId), sessionId })
+}
+
+/** Moves the task's activity time forward (never back) for prompts and conversational turns. */
+async function touchActivity(store: Store, taskId: string, at: Date) {
+  await store.db.task.updateMany({ where: { id: taskId, lastActivityAt: { lt: at } }, data: { lastActivityAt: at } })
+}
+
+export async function createSession(
+  store: Store,
+  input: { taskId: string; agentProfile: string; isPrimary?: boolean; state?: SessionState; workingDirectory?: string },
+) {
+  const now = store.now()
+  const session = await store.db.$transaction(async (tx) => {
+    const hasPrimary = await tx.session.count({ where: { taskId: input.taskId, isPrimary: true } })
+    return tx.session.create({
+      data: {
+        taskId: input.taskId,
+        agentProfile: input.agentProfile,
+        state: input.state ?? 'CREATED',
+        isPrimary: input.isPrimary ?? hasPrimary === 0,
+        workingDirectory: input.workingDirectory,
+        createdAt: now,
+        updatedAt: now,
+      },
+    })
+  })
+  await emit(store, 'session.created', session.taskId, session.id)
+  return session
+}
+
+export interface SessionChanges {
+  state?: SessionState
+  activeSubagentCount?: number
+  backgroundWork?: boolean
+  acpSessionId?: string | null
+  currentModelId?: string | null
+  availableModels?: { id: string; name: string }[]
+}
+
+export async function updateSession(store: Store, sessionId: string, changes: SessionChanges) {
+  const session = await store.db.session.update({
+    where: { id: sessionId },
+    data: {
+      ...(changes.state !== undefined && { state: changes.state }),
+      ...(changes.activeSubagentCount !== undefined && { activeSubagentCount: changes.activeSubagentCount }),
+      ...(changes.backgroundWork !== undefined && { backgroundWork: changes.backgroundWork }),
+      ...(changes.acpSessionId !== undefined && { acpSessionId: changes.acpSessionId }),
+      ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
+      ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
+      updatedAt: store.now(),
+    },
+  })
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Records the session's current recoverable error. A stamp that was already cleared stays cleared. */
+export async function setSessionError(
+  store: Store,
+  sessionId: string,
+  error: { code: string; message: string; stamp: string; occurredAt: Date },
+) {
+  const session = await store.db.session.update({
+    where: { id: sessionId },
+    data: {
+      errorCode: error.code,
+      errorMessage: error.message,
+      errorStamp: error.stamp,
+      errorOccurredAt: error.occurredAt,
+      updatedAt: store.now(),
+    },
+  })
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Dismissal or a newer agent response: the error goes, and its stamp is remembered as cleared. */
+export async function clearSessionError(store: Store, sessionId: string) {
+  const current = await store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+  if (!current.errorStamp) return current
+  const session = await store.db.session.update({
+    where: { id: sessionId },
+    data: {
+      errorClearedStamp: current.errorStamp,
+      errorCode: null,
+      errorMessage: null,
+      errorStamp: null,
+      errorOccurredAt: null,
+      updatedAt: store.now(),
+    },
+  })
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Deleting a session removes its error from the summary at once (the projector re-derives). */
+export async function deleteSession(store: Store, sessionId: string) {
+  const session = await store.db.session.delete({ where: { id: sessionId } })
+  await emit(store, 'session.deleted', session.taskId, session.id)
+  return session
+}
+
+export async function startTurn(
+  store: Store,
+  input: {
+    sessionId: string
+    lifecycleOnly?: boolean
+    promptDispatchPending?: boolean
+    promptDispatchAttempted?: boolean
+    startedAt?: Date
+  },
+) {
+  const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const startedAt = input.startedAt ?? store.now()
+  const turn = await store.db.turn.create({
+    data: {
+      sessionId: session.id,
+      taskId: session.taskId,
+      startedAt,
+      lifecycleOnly: input.lifecycleOnly ?? false,
+      promptDispatchPending: input.promptDispatchPending ?? false,
+      promptDispatchAttempted: input.promptDispatchAttempted ?? false,
+    },
+  })
+  // Lifecycle-only turns (agent resume) and bare reservations are not conversational milestones.
+  if (!turn.lifecycleOnly && !turn.promptDispatchPending) await touchActivity(store, turn.taskId, startedAt)
+  await emit(store, 'turn.started', turn.taskId, turn.sessionId)
+  return turn
+}
+
+/** Marks a reservation as dispatched (it becomes authoritative and a conversational start). */
+export async function markPromptDispatched(store: Store, turnId: string) {
+  const turn = await store.db.turn.update({ where: { id: turnId }, data: { promptDispatchAttempted: true } })
+  if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
+  await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
+  return turn
+}
+
+export async function completeTurn(store: Store, turnId: string, stopReason?: string, completedAt?: Date) {
+  const at = completedAt ?? store.now()
+  const turn = await store.db.turn.update({ where: { id: turnId }, data: { completedAt: at, stopReason } })
+  if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, at)
+  await emit(store, 'turn.completed', turn.taskId, turn.sessionId)
+  return turn
+}
+
+export interface NewMessage {
+  id: string
+  sessionId: string
+  turnId?: string | null
+  author: 'USER' | 'AGENT' | 'SYSTEM'
+  kind: 'MESSAGE' | 'REASONING' | 'TOOL_CALL' | 'PERMISSION_REQUEST' | 'CLARIFICATION' | 'ERROR' | 'STATUS'
+  content: string
+  status?: string | null
+  pendingId?: string | null
+  toolCallId?: string | null
+  metadata?: string | null
+  createdAt?: Date
+}
+
+export async function addMessage(store: Store, input: NewMessage) {
+  const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const at = input.createdAt ?? store.now()
+  const message = await store.db.$transaction(async (tx) => {
+    const created = await tx.message.create({
+      data: { ...input, taskId: session.taskId, createdAt: at, updatedAt: at, version: 1 },
+    })
+    // A message makes its turn authoritative for good: deleting it later cannot move the boundary back.
+    if (input.turnId)
+      await tx.turn.updateMany({
+        where: { id: input.turnId, promptDispatchPending: true },
+        data: { promptDispatchPending: false },
+      })
+    return created
+  })
+  if (input.author === 'USER') await touchActivity(store, session.taskId, at)
+  await emit(store, 'message.added', session.taskId, session.id)
+  return message
+}
+
+export async function updateMessage(
+  store: Store,
+  messageId: string,
+  changes: { content?: string; status?: string | null; metadata?: string | null },
+) {
+  const message = await store.db.message.update({
+    where: { id: messageId },
+    data: { ...changes, version: { increment: 1 }, updatedAt: store.now() },
+  })
+  await emit(store, 'message.updated', message.taskId, message.sessionId)
+  return message
+}
+
+export async function deleteMessage(store: Store, messageId: string) {
+  const message = await store.db.message.delete({ where: { id: messageId } })
+  await emit(store, 'message.deleted', message.taskId, message.sessionId)
+  return message
+}
+
+export interface GitObservationInput {
+  sessionId: string
+  taskRepositoryId: string
+  additions: number
+  deletions: number
+  changedFiles: number
+  ahead: number
+  behind: number
+  comparisonUnavailable: boolean
+  observedAt?: Date
+}
+
+/** The latest observation per session + repository (a keyed upsert: siblings are untouched). */
+export async function recordGitObservation(store: Store, o: GitObservationInput) {
+  const repository = await store.db.taskRepository.findUniqueOrThrow({ where: { id: o.taskRepositoryId } })
+  const data = { ...o, taskId: repository.taskId, observedAt: o.observedAt ?? store.now() }
+  const row = await store.db.gitObservation.upsert({
+    where: { sessionId_taskRepositoryId: { sessionId: o.sessionId, taskRepositoryId: o.taskRepositoryId } },
+    create: data,
+    update: data,
+  })
+  await emit(store, 'git.observed', repository.taskId, o.sessionId)
+  return row
+}
+
+export interface PullRequestInput {
+  repository: string
+  number: number
+  taskId: string | null
+  taskRepositoryId: string | null
+  url: string
+  title: string
+  headBranch: string
+  state: 'OPEN' | 'CLOSED' | 'MERGED'
+  draft: boolean
+  checks: 'NONE' | 'PENDING' | 'SUCCESS' | 'FAILURE'
+  reviewDecision: 'REVIEW_REQUIRED' | 'APPROVED' | 'CHANGES_REQUESTED' | null
+  mergeableState: string | null
+  autoFix?: boolean
+  autoMerge?: boolean
+  updatedAt?: Date
+}
+
+/** Keyed by repository + number; automation flags keep their stored value unless given. */
+export async function recordPullRequest(store: Store, pr: PullRequestInput) {
+  const data = { ...pr, updatedAt: pr.updatedAt ?? store.now() }
+  const { autoFix, autoMerge, ...withoutFlags } = data
+  const row = await store.db.pullRequestObservation.upsert({
+    where: { repository_number: { repository: pr.repository, number: pr.number } },
+    create: { ...withoutFlags, autoFix: autoFix ?? false, autoMerge: autoMerge ?? false },
+    update: { ...withoutFlags, ...(autoFix !== undefined && { autoFix }), ...(autoMerge !== undefined && { autoMerge }) },
+  })
+  if (row.taskId) await emit(store, 'pullRequest.observed', row.taskId)
+  return row
+}
+
+export async function setLaunchError(
+  store: Store,
+  taskId: string,
+  error: {
+    stamp: string
+    message: string
+    category?: string | null
+    recoveryActions?: string[] | string
+    taskRepositoryId?: string | null
+    occurredAt?: Date
+  },
+) {
+  const data = {
+    stamp: error.stamp,
+    message: error.message,
+    category: error.category ?? null,
+    recoveryActions:
+      typeof error.recoveryActions === 'string' ? error.recoveryActions : JSON.stringify(error.recoveryActions ?? []),
+    taskRepositoryId: error.taskRepositoryId ?? null,
+    occurredAt: error.occurredAt ?? store.now(),
+    clearedAt: null,
+  }
+  await store.db.taskLaunchError.upsert({ where: { taskId }, create: { taskId, ...data }, update: data })
+  await emit(store, 'launchError.changed', taskId)
+}
+
+/** A successful launch or recovery clears the task-owned launch error. */
+export async function clearLaunchError(store: Store, taskId: string) {
+  const { count } = await store.db.taskLaunchError.updateMany({
+    where: { taskId, clearedAt: null },
+    data: { clearedAt: store.now() },
+  })
+  if (count > 0) await emit(store, 'launchError.changed', taskId)
+}
+
+/** Sessions a dead process left mid-launch or mid-turn. */
+export function strandedSessions({ db }: Store) {
+  return db.session.findMany({ where: { state: { in: ['STARTING', 'RUNNING'] } }, select: { id: true, agentProfile: true } })
+}

@@ -1,0 +1,175 @@
+// Batched reads of everything a task summary is derived from. A fixed number of statements
+// whatever the number of tasks, sessions or history rows: the summary read paths must not N+1.
+import { Prisma } from '../generated/sqlite/client.ts'
+import type { Store } from './store.ts'
+import type {
+  GitObservation,
+  PendingRequestObservation,
+  SessionObservation,
+  SummaryInputs,
+  TurnObservation,
+} from '../summary/inputs.ts'
+import type { SessionState } from '../summary/types.ts'
+
+/** How many of a session's newest turns the pending boundary looks at. */
+const RECENT_TURNS = 3
+
+type TurnRow = {
+  id: string
+  sessionId: string
+  startedAt: string | Date
+  lifecycleOnly: unknown
+  promptDispatchPending: unknown
+  promptDispatchAttempted: unknown
+  hasMessages: unknown
+}
+
+// SQLite returns booleans as 0/1 and dates as text from raw queries; PostgreSQL as booleans and Dates.
+const bool = (v: unknown) => v === true || v === 1 || v === 1n || v === '1' || v === 't'
+const date = (v: string | Date) => (v instanceof Date ? v : new Date(v))
+
+/** The newest few turns of each session, in one window-function query (portable SQLite / PostgreSQL). */
+async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<string, TurnObservation[]>> {
+  const result = new Map<string, TurnObservation[]>()
+  if (sessionIds.length === 0) return result
+  const rows = await db.$queryRaw<TurnRow[]>`
+    SELECT "id", "sessionId", "startedAt", "lifecycleOnly", "promptDispatchPending", "promptDispatchAttempted", "hasMessages"
+    FROM (
+      SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
+        EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
+        ROW_NUMBER() OVER (PARTITION BY t."sessionId" ORDER BY t."startedAt" DESC, t."id" DESC) AS "rank"
+      FROM "Turn" t
+      WHERE t."sessionId" IN (${Prisma.join(sessionIds)})
+    ) ranked
+    WHERE "rank" <= ${RECENT_TURNS}`
+  for (const row of rows) {
+    const list = result.get(row.sessionId) ?? []
+    list.push({
+      id: row.id,
+      startedAt: date(row.startedAt),
+      lifecycleOnly: bool(row.lifecycleOnly),
+      promptDispatchPending: bool(row.promptDispatchPending),
+      promptDispatchAttempted: bool(row.promptDispatchAttempted),
+      hasMessages: bool(row.hasMessages),
+    })
+    result.set(row.sessionId, list)
+  }
+  return result
+}
+
+function groupBy<T, K>(rows: T[], key: (row: T) => K): Map<K, T[]> {
+  const map = new Map<K, T[]>()
+  for (const row of rows) map.set(key(row), [...(map.get(key(row)) ?? []), row])
+  return map
+}
+
+/**
+ * Loads the summary inputs of the given tasks. Tasks that do not exist are absent from the
+ * result. `previous` supplies each stored summary's lastActivityAt (monotonic maximum).
+ */
+export async function loadSummaryInputs(
+  store: Store,
+  taskIds: readonly string[],
+  previousLastActivity: Map<string, Date | null> = new Map(),
+): Promise<Map<string, SummaryInputs>> {
+  const ids = [...new Set(taskIds)]
+  const { db } = store
+  const [tasks, sessions, launchErrors, git, pullRequests, pending, prompts, turnStarts, turnCompletions] =
+    await Promise.all([
+      db.task.findMany({ where: { id: { in: ids } } }),
+      db.session.findMany({ where: { taskId: { in: ids } } }),
+      db.taskLaunchError.findMany({ where: { taskId: { in: ids } } }),
+      db.gitObservation.findMany({ where: { taskId: { in: ids } } }),
+      db.pullRequestObservation.findMany({ where: { taskId: { in: ids } } }),
+      db.message.findMany({
+        where: { taskId: { in: ids }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING' },
+        select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
+      }),
+      db.message.groupBy({ by: ['taskId'], where: { taskId: { in: ids }, author: 'USER' }, _max: { createdAt: true } }),
+      db.turn.groupBy({
+        by: ['taskId'],
+        where: { taskId: { in: ids }, lifecycleOnly: false, OR: [{ promptDispatchPending: false }, { promptDispatchAttempted: true }] },
+        _max: { startedAt: true },
+      }),
+      db.turn.groupBy({
+        by: ['taskId'],
+        where: { taskId: { in: ids }, lifecycleOnly: false, completedAt: { not: null } },
+        _max: { completedAt: true },
+      }),
+    ])
+  const turns = await recentTurns(store, sessions.map((s) => s.id))
+  const sessionsByTask = groupBy(sessions, (s) => s.taskId)
+  const pendingBySession = groupBy(pending, (m) => m.sessionId)
+  const gitByTask = groupBy(git, (g) => g.taskId)
+  const prsByTask = groupBy(pullRequests, (p) => p.taskId)
+  const launchByTask = new Map(launchErrors.map((l) => [l.taskId, l]))
+  const promptAt = new Map(prompts.map((p) => [p.taskId, p._max.createdAt]))
+  const startAt = new Map(turnStarts.map((t) => [t.taskId, t._max.startedAt]))
+  const completeAt = new Map(turnCompletions.map((t) => [t.taskId, t._max.completedAt]))
+  const later = (a: Date | null | undefined, b: Date | null | undefined) =>
+    (a && b ? (a > b ? a : b) : (a ?? b)) ?? null
+
+  const result = new Map<string, SummaryInputs>()
+  for (const task of tasks) {
+    const sessionObservations: SessionObservation[] = (sessionsByTask.get(task.id) ?? []).map((s) => ({
+      id: s.id,
+      state: s.state as SessionState,
+      isPrimary: s.isPrimary,
+      createdAt: s.createdAt,
+      activeSubagentCount: s.activeSubagentCount,
+      backgroundWork: s.backgroundWork,
+      error:
+        s.errorStamp && s.errorCode && s.errorOccurredAt
+          ? { code: s.errorCode, message: s.errorMessage ?? '', stamp: s.errorStamp, occurredAt: s.errorOccurredAt }
+          : null,
+      errorClearedStamp: s.errorClearedStamp,
+      recentTurns: turns.get(s.id) ?? [],
+      pendingRequests: (pendingBySession.get(s.id) ?? [])
+        .filter((m) => m.pendingId !== null)
+        .map(
+          (m): PendingRequestObservation => ({
+            kind: m.kind as PendingRequestObservation['kind'],
+            pendingId: m.pendingId!,
+            status: m.status,
+            turnId: m.turnId,
+          }),
+        ),
+    }))
+    const launch = launchByTask.get(task.id)
+    result.set(task.id, {
+      task: { id: task.id, workspaceId: task.workspaceId, createdAt: task.createdAt, updatedAt: task.updatedAt },
+      sessions: sessionObservations,
+      launchError: launch
+        ? {
+            taskRepositoryId: launch.taskRepositoryId,
+            stamp: launch.stamp,
+            category: launch.category,
+            message: launch.message,
+            recoveryActions: launch.recoveryActions,
+            occurredAt: launch.occurredAt,
+            cleared: launch.clearedAt !== null,
+          }
+        : null,
+      git: (gitByTask.get(task.id) ?? []).map(
+        (g): GitObservation => ({
+          sessionId: g.sessionId,
+          taskRepositoryId: g.taskRepositoryId,
+          additions: g.additions,
+          deletions: g.deletions,
+          changedFiles: g.changedFiles,
+          ahead: g.ahead,
+          behind: g.behind,
+          comparisonUnavailable: g.comparisonUnavailable,
+          observedAt: g.observedAt,
+        }),
+      ),
+      pullRequests: prsByTask.get(task.id) ?? [],
+      activity: {
+        lastUserPromptAt: promptAt.get(task.id) ?? null,
+        lastConversationalTurnAt: later(startAt.get(task.id), completeAt.get(task.id)),
+      },
+      previousLastActivityAt: previousLastActivity.get(task.id) ?? null,
+    })
+  }
+  return result
+}

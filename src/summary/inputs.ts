@@ -1,0 +1,96 @@
+import type { SessionState } from './types.ts'
+
+/**
+ * The authoritative observations one summary is derived from: plain data, loaded in batch by
+ * src/projector/load-inputs.ts. Nothing here is a previous summary except `previous`, which only
+ * keeps lastActivityAt monotonic.
+ */
+export interface SummaryInputs {
+  task: {
+    id: string
+    workspaceId: string
+    createdAt: Date
+    /** Moved only by persisted task mutations. */
+    updatedAt: Date
+  }
+  sessions: SessionObservation[]
+  launchError: LaunchErrorObservation | null
+  git: GitObservation[]
+  pullRequests: PullRequestObservation[]
+  activity: {
+    /** Newest user-authored prompt of the task. */
+    lastUserPromptAt: Date | null
+    /** Newest start or completion of a conversational (not lifecycle-only) turn. */
+    lastConversationalTurnAt: Date | null
+  }
+  /** The stored summary's lastActivityAt: live and rebuilt values take the monotonic maximum. */
+  previousLastActivityAt: Date | null
+}
+
+export interface TurnObservation {
+  id: string
+  startedAt: Date
+  lifecycleOnly: boolean
+  promptDispatchPending: boolean
+  promptDispatchAttempted: boolean
+  hasMessages: boolean
+}
+
+export interface PendingRequestObservation {
+  kind: 'PERMISSION_REQUEST' | 'CLARIFICATION'
+  pendingId: string
+  status: string | null
+  turnId: string | null
+}
+
+export interface SessionObservation {
+  id: string
+  state: SessionState
+  isPrimary: boolean
+  createdAt: Date
+  activeSubagentCount: number
+  backgroundWork: boolean
+  error: { code: string; message: string; stamp: string; occurredAt: Date } | null
+  /** The stamp of the last dismissed or superseded error: that stamp cannot come back. */
+  errorClearedStamp: string | null
+  /** The session's newest turns, newest first (a bounded window). */
+  recentTurns: TurnObservation[]
+  /** Permission and clarification rows of the session that are still PENDING. */
+  pendingRequests: PendingRequestObservation[]
+}
+
+export interface LaunchErrorObservation {
+  taskRepositoryId: string | null
+  stamp: string
+  category: string | null
+  message: string
+  /** Raw JSON as stored; malformed metadata makes the projector ignore the record. */
+  recoveryActions: string
+  occurredAt: Date
+  cleared: boolean
+}
+
+export interface GitObservation {
+  sessionId: string
+  taskRepositoryId: string
+  additions: number
+  deletions: number
+  changedFiles: number
+  ahead: number
+  behind: number
+  comparisonUnavailable: boolean
+  observedAt: Date
+}
+
+export interface PullRequestObservation {
+  repository: string
+  number: number
+  url: string
+  state: string
+  draft: boolean
+  checks: string
+  reviewDecision: string | null
+  mergeableState: string | null
+  autoFix: boolean
+  autoMerge: boolean
+}

@@ -1,0 +1,85 @@
+import { CATEGORY_MAX_BYTES, MAX_RECOVERY_ACTIONS, PREVIEW_MAX_BYTES } from './bounds.ts'
+import {
+  PULL_REQUEST_AGGREGATE_STATES,
+  RECOVERY_ACTIONS,
+  SESSION_STATES,
+  type SummaryPayload,
+} from './types.ts'
+
+/** Empty collections are equivalent to null, so both serialize the same way. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.length === 0 ? null : value.map(canonical)
+  if (value instanceof Date) return value.toISOString()
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value).sort()) {
+      const v = canonical((value as Record<string, unknown>)[key])
+      out[key] = v === undefined ? null : v
+    }
+    return out
+  }
+  return value === undefined ? null : value
+}
+
+/**
+ * The one canonical semantic payload: sorted keys, no revision or projection time, empty
+ * collections as null. Stored as is; the compare-and-update no-op check compares these strings.
+ */
+export function semanticJson(payload: SummaryPayload): string {
+  return JSON.stringify(canonical(payload))
+}
+
+export class InvalidSummaryError extends Error {}
+
+const isCount = (n: unknown) => Number.isInteger(n) && (n as number) >= 0
+const isIsoDate = (s: unknown) => typeof s === 'string' && !Number.isNaN(new Date(s).getTime())
+const utf8 = (s: string) => Buffer.byteLength(s, 'utf8')
+
+/** Throws InvalidSummaryError naming the first broken bound; a valid payload passes silently. */
+export function validateSummary(p: SummaryPayload): void {
+  const fail = (what: string) => {
+    throw new InvalidSummaryError(`invalid summary: ${what}`)
+  }
+  if (p.lastActivityAt !== null && !isIsoDate(p.lastActivityAt)) fail('lastActivityAt')
+  if (p.primarySession && !SESSION_STATES.includes(p.primarySession.state)) fail('primarySession.state')
+  if (p.foregroundActivity !== null && !['GENERATING', 'BACKGROUND'].includes(p.foregroundActivity)) fail('foregroundActivity')
+  if (!isCount(p.activeSubagentCount)) fail('activeSubagentCount')
+  if (p.pendingAction !== null && !['PERMISSION', 'CLARIFICATION'].includes(p.pendingAction)) fail('pendingAction')
+  const e = p.activeError
+  if (e) {
+    if (!e.stamp || !isIsoDate(e.occurredAt)) fail('activeError.stamp/occurredAt')
+    if (utf8(e.preview) > PREVIEW_MAX_BYTES) fail('activeError.preview')
+    if (e.category !== null && utf8(e.category) > CATEGORY_MAX_BYTES) fail('activeError.category')
+    const actions = e.recoveryActions
+    if (
+      actions.length > MAX_RECOVERY_ACTIONS ||
+      new Set(actions).size !== actions.length ||
+      actions.some((a) => !RECOVERY_ACTIONS.includes(a))
+    )
+      fail('activeError.recoveryActions')
+  }
+  const g = p.git
+  if (g && ![g.additions, g.deletions, g.changedFiles, g.ahead, g.behind].every(isCount)) fail('git')
+  const pr = p.pullRequest
+  if (pr) {
+    if (!isCount(pr.count) || !isCount(pr.openCount) || pr.openCount > pr.count) fail('pullRequest.count')
+    if (!PULL_REQUEST_AGGREGATE_STATES.includes(pr.aggregateState)) fail('pullRequest.aggregateState')
+  }
+}
+
+/**
+ * SemanticEqual: both must be valid (an invalid value never passes as a no-op), then their
+ * canonical payloads must match.
+ */
+export function semanticEqual(a: SummaryPayload, b: SummaryPayload): boolean {
+  validateSummary(a)
+  validateSummary(b)
+  return semanticJson(a) === semanticJson(b)
+}
+
+/** Reads a stored payload back; empty collections come back as the empty arrays the type promises. */
+export function parseStoredPayload(json: string): SummaryPayload {
+  const raw = JSON.parse(json) as SummaryPayload
+  if (raw.activeError) raw.activeError.recoveryActions ??= []
+  return raw
+}

@@ -1,0 +1,267 @@
+import { describe, expect, it } from 'vitest'
+import type { SessionObservation } from '../../src/summary/inputs.ts'
+import {
+  currentAuthoritativeTurn,
+  isAuthoritativeTurn,
+  sessionPendingAction,
+  taskPendingAction,
+} from '../../src/summary/pending.ts'
+import type { SessionState, SummaryPayload } from '../../src/summary/types.ts'
+import { deriveSummary } from '../../src/summary/derive.ts'
+import { validateSummary } from '../../src/summary/semantic.ts'
+import { clarification, inputs, permission, reservation, session, turn } from './builders.ts'
+
+type Pending = SummaryPayload['pendingAction']
+
+describe('isAuthoritativeTurn', () => {
+  it.each([
+    { name: 'an ordinary turn', t: turn('t', 0), expected: true },
+    { name: 'an ordinary turn without messages', t: turn('t', 0, { hasMessages: false }), expected: true },
+    { name: 'an empty, unattempted reservation', t: reservation('t', 0), expected: false },
+    { name: 'a message-backed reservation', t: reservation('t', 0, { hasMessages: true }), expected: true },
+    { name: 'an attempted reservation', t: reservation('t', 0, { promptDispatchAttempted: true }), expected: true },
+    {
+      name: 'an attempted, message-backed reservation',
+      t: reservation('t', 0, { promptDispatchAttempted: true, hasMessages: true }),
+      expected: true,
+    },
+  ])('$name → $expected', ({ t, expected }) => {
+    expect(isAuthoritativeTurn(t)).toBe(expected)
+  })
+})
+
+describe('currentAuthoritativeTurn', () => {
+  it.each([
+    { name: 'no turns', turns: [], expected: undefined },
+    { name: 'only an empty reservation', turns: [reservation('r', 5)], expected: undefined },
+    { name: 'the newest turn', turns: [turn('new', 5), turn('old', 1)], expected: 'new' },
+    { name: 'the newest turn even when listed oldest first', turns: [turn('old', 1), turn('new', 5)], expected: 'new' },
+    { name: 'skips a newer empty reservation', turns: [reservation('r', 9), turn('old', 1)], expected: 'old' },
+    {
+      name: 'a newer message-backed reservation',
+      turns: [reservation('r', 9, { hasMessages: true }), turn('old', 1)],
+      expected: 'r',
+    },
+    {
+      name: 'a newer attempted reservation',
+      turns: [reservation('r', 9, { promptDispatchAttempted: true }), turn('old', 1)],
+      expected: 'r',
+    },
+    { name: 'same start: the greater id (deterministic)', turns: [turn('a', 5), turn('b', 5)], expected: 'b' },
+    { name: 'same start, reversed input', turns: [turn('b', 5), turn('a', 5)], expected: 'b' },
+  ])('$name → $expected', ({ turns, expected }) => {
+    expect(currentAuthoritativeTurn(session({ recentTurns: turns }))?.id).toBe(expected)
+  })
+
+  it('does not reorder the session’s own turn list', () => {
+    const turns = [turn('old', 1), turn('new', 5)]
+    currentAuthoritativeTurn(session({ recentTurns: turns }))
+    expect(turns.map((t) => t.id)).toEqual(['old', 'new'])
+  })
+})
+
+/** A RUNNING session with one ordinary current turn `t1`, unless overridden. */
+const live = (overrides: Partial<SessionObservation> = {}) =>
+  session({ state: 'RUNNING', recentTurns: [turn('t1', 1)], ...overrides })
+
+describe('sessionPendingAction', () => {
+  it.each<{ name: string; s: SessionObservation; expected: Pending }>([
+    { name: 'nothing pending', s: live(), expected: null },
+    { name: 'a pending permission in the current turn', s: live({ pendingRequests: [permission('t1')] }), expected: 'PERMISSION' },
+    {
+      name: 'a pending clarification in the current turn',
+      s: live({ pendingRequests: [clarification('t1')] }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'permission outranks clarification (clarification listed first)',
+      s: live({ pendingRequests: [clarification('t1'), permission('t1')] }),
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'permission outranks clarification (permission listed first)',
+      s: live({ pendingRequests: [permission('t1'), clarification('t1')] }),
+      expected: 'PERMISSION',
+    },
+    // Session state gate
+    ...(['RUNNING', 'WAITING_FOR_INPUT'] as SessionState[]).map((state) => ({
+      name: `${state} session contributes`,
+      s: live({ state, pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION' as Pending,
+    })),
+    ...(['CREATED', 'STARTING', 'IDLE', 'COMPLETED', 'FAILED', 'CANCELLED'] as SessionState[]).map((state) => ({
+      name: `${state} session does not contribute`,
+      s: live({ state, pendingRequests: [permission('t1'), clarification('t1')] }),
+      expected: null as Pending,
+    })),
+    // Authoritative-turn boundary
+    {
+      name: 'an empty unattempted reservation does not advance the boundary (previous turn still counts)',
+      s: live({ recentTurns: [reservation('r2', 5), turn('t1', 1)], pendingRequests: [clarification('t1')] }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'an empty unattempted reservation keeps a previous-turn permission',
+      s: live({ recentTurns: [reservation('r2', 5), turn('t1', 1)], pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'a message-backed reservation advances the boundary (older rows no longer count)',
+      s: live({
+        recentTurns: [reservation('r2', 5, { hasMessages: true }), turn('t1', 1)],
+        pendingRequests: [clarification('t1'), permission('t1')],
+      }),
+      expected: null,
+    },
+    {
+      name: 'an attempted reservation advances the boundary (older rows no longer count)',
+      s: live({
+        recentTurns: [reservation('r2', 5, { promptDispatchAttempted: true }), turn('t1', 1)],
+        pendingRequests: [clarification('t1'), permission('t1')],
+      }),
+      expected: null,
+    },
+    {
+      name: 'a row in the message-backed reservation itself arms',
+      s: live({
+        recentTurns: [reservation('r2', 5, { hasMessages: true }), turn('t1', 1)],
+        pendingRequests: [clarification('r2')],
+      }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'a row in a non-authoritative reservation does not arm',
+      s: live({ recentTurns: [reservation('r2', 5), turn('t1', 1)], pendingRequests: [permission('r2')] }),
+      expected: null,
+    },
+    {
+      name: 'a newer authoritative turn supersedes older pending rows',
+      s: live({ recentTurns: [turn('t2', 5), turn('t1', 1)], pendingRequests: [permission('t1'), clarification('t1')] }),
+      expected: null,
+    },
+    {
+      name: 'a newer authoritative turn supersedes even when turns are listed oldest first',
+      s: live({ recentTurns: [turn('t1', 1), turn('t2', 5)], pendingRequests: [permission('t1')] }),
+      expected: null,
+    },
+    {
+      name: 'only the current turn’s rows arm when both turns have rows',
+      s: live({ recentTurns: [turn('t2', 5), turn('t1', 1)], pendingRequests: [permission('t1'), clarification('t2')] }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'no authoritative turn at all → nothing arms',
+      s: live({ recentTurns: [reservation('r1', 1)], pendingRequests: [permission('r1')] }),
+      expected: null,
+    },
+    { name: 'no turns at all → nothing arms', s: live({ recentTurns: [], pendingRequests: [permission(null)] }), expected: null },
+    // Row-level gates
+    ...['ANSWERED', 'COMPLETED', 'CANCELLED', 'pending', '', null].map((status) => ({
+      name: `a row with status ${JSON.stringify(status)} does not arm`,
+      s: live({ pendingRequests: [permission('t1', { status }), clarification('t1', { status })] }),
+      expected: null as Pending,
+    })),
+    { name: 'a row with turnId null does not arm', s: live({ pendingRequests: [permission(null)] }), expected: null },
+    {
+      name: 'a row of a turn outside the window does not arm',
+      s: live({ pendingRequests: [permission('t0'), clarification('elsewhere')] }),
+      expected: null,
+    },
+    {
+      name: 'a resolved permission does not hide a still-pending clarification',
+      s: live({ pendingRequests: [permission('t1', { status: 'ANSWERED' }), clarification('t1')] }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'an unrelated resolved permission row does not clear a pending one',
+      s: live({
+        pendingRequests: [
+          permission('t1', { pendingId: 'p-old', status: 'ANSWERED' }),
+          permission('t1', { pendingId: 'p-new' }),
+        ],
+      }),
+      expected: 'PERMISSION',
+    },
+    {
+      // A tool call reaching COMPLETED is not a request row: it simply is not in pendingRequests,
+      // and the turn it belongs to is the same current turn, so the permission stays armed.
+      name: 'spec: an unrelated tool call reaching its terminal status keeps permission pending',
+      s: live({ recentTurns: [turn('t1', 1, { hasMessages: true })], pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'spec: a detached clarification pending in an older turn, current turn has no pending input → null',
+      s: live({
+        state: 'WAITING_FOR_INPUT',
+        recentTurns: [turn('t2', 5), turn('t1', 1)],
+        pendingRequests: [clarification('t1')],
+      }),
+      expected: null,
+    },
+    {
+      name: 'spec: … and completing the current turn cannot re-arm the detached clarification',
+      s: live({
+        state: 'IDLE',
+        recentTurns: [turn('t2', 5), turn('t1', 1)],
+        pendingRequests: [clarification('t1')],
+      }),
+      expected: null,
+    },
+  ])('$name', ({ s, expected }) => {
+    expect(sessionPendingAction(s)).toBe(expected)
+  })
+})
+
+describe('taskPendingAction', () => {
+  const withPermission = (id: string) => live({ id, pendingRequests: [permission('t1')] })
+  const withClarification = (id: string) => live({ id, pendingRequests: [clarification('t1')] })
+  const quiet = (id: string) => live({ id })
+
+  it.each<{ name: string; sessions: SessionObservation[]; expected: Pending }>([
+    { name: 'no sessions', sessions: [], expected: null },
+    { name: 'one quiet session', sessions: [quiet('a')], expected: null },
+    { name: 'clarification in one session only', sessions: [quiet('a'), withClarification('b')], expected: 'CLARIFICATION' },
+    {
+      name: 'permission in another session outranks clarification (clarification first)',
+      sessions: [withClarification('a'), withPermission('b')],
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'permission in another session outranks clarification (permission first)',
+      sessions: [withPermission('a'), withClarification('b')],
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'a permission of a FAILED session does not outrank a live clarification',
+      sessions: [live({ id: 'a', state: 'FAILED', pendingRequests: [permission('t1')] }), withClarification('b')],
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'only sessions in RUNNING / WAITING_FOR_INPUT count',
+      sessions: [
+        live({ id: 'a', state: 'IDLE', pendingRequests: [permission('t1')] }),
+        live({ id: 'b', state: 'COMPLETED', pendingRequests: [clarification('t1')] }),
+      ],
+      expected: null,
+    },
+    {
+      name: 'one session’s resolved row does not clear another session’s pending permission',
+      sessions: [
+        live({ id: 'a', pendingRequests: [permission('t1', { status: 'ANSWERED' })] }),
+        live({ id: 'b', pendingRequests: [permission('t1')] }),
+      ],
+      expected: 'PERMISSION',
+    },
+  ])('$name → $expected', ({ sessions, expected }) => {
+    expect(taskPendingAction(sessions)).toBe(expected)
+  })
+
+  it.each<{ name: string; sessions: SessionObservation[]; expected: Pending }>([
+    { name: 'permission', sessions: [withClarification('a'), withPermission('b')], expected: 'PERMISSION' },
+    { name: 'detached clarification', sessions: [live({ recentTurns: [turn('t2', 5), turn('t1', 1)], pendingRequests: [clarification('t1')] })], expected: null },
+  ])('deriveSummary carries the task pending action: $name', ({ sessions, expected }) => {
+    const summary = deriveSummary(inputs({ sessions }))
+    expect(summary.pendingAction).toBe(expected)
+    validateSummary(summary)
+  })
+})
