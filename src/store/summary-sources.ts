@@ -74,29 +74,45 @@ export async function loadSummaryInputs(
 ): Promise<Map<string, SummaryInputs>> {
   const ids = [...new Set(taskIds)]
   const { db } = store
-  const [tasks, sessions, launchErrors, git, pullRequests, pending, prompts, turnStarts, turnCompletions] =
-    await Promise.all([
-      db.task.findMany({ where: { id: { in: ids } } }),
-      db.session.findMany({ where: { taskId: { in: ids } } }),
-      db.taskLaunchError.findMany({ where: { taskId: { in: ids } } }),
-      db.gitObservation.findMany({ where: { taskId: { in: ids } } }),
-      db.pullRequestObservation.findMany({ where: { taskId: { in: ids } } }),
-      db.message.findMany({
-        where: { taskId: { in: ids }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING' },
-        select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
-      }),
-      db.message.groupBy({ by: ['taskId'], where: { taskId: { in: ids }, author: 'USER' }, _max: { createdAt: true } }),
-      db.turn.groupBy({
-        by: ['taskId'],
-        where: { taskId: { in: ids }, lifecycleOnly: false, OR: [{ promptDispatchPending: false }, { promptDispatchAttempted: true }] },
-        _max: { startedAt: true },
-      }),
-      db.turn.groupBy({
-        by: ['taskId'],
-        where: { taskId: { in: ids }, lifecycleOnly: false, completedAt: { not: null } },
-        _max: { completedAt: true },
-      }),
-    ])
+  const [tasks, sessions, launchErrors, pullRequests] = await Promise.all([
+    db.task.findMany({ where: { id: { in: ids } } }),
+    db.session.findMany({ where: { taskId: { in: ids } } }),
+    db.taskLaunchError.findMany({ where: { taskId: { in: ids } } }),
+    db.pullRequestObservation.findMany({ where: { taskId: { in: ids } } }),
+  ])
+  // Turns, messages and Git observations all hang off sessions: tasks without one are skipped.
+  const withSessions = [...new Set(sessions.map((s) => s.taskId))]
+  const none = Promise.resolve([])
+  const [git, pending, prompts, turnStarts, turnCompletions] = await Promise.all([
+    withSessions.length ? db.gitObservation.findMany({ where: { taskId: { in: withSessions } } }) : none,
+    withSessions.length
+      ? db.message.findMany({
+          where: { taskId: { in: withSessions }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING' },
+          select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
+        })
+      : none,
+    withSessions.length
+      ? db.message.groupBy({ by: ['taskId'], where: { taskId: { in: withSessions }, author: 'USER' }, _max: { createdAt: true } })
+      : none,
+    withSessions.length
+      ? db.turn.groupBy({
+          by: ['taskId'],
+          where: {
+            taskId: { in: withSessions },
+            lifecycleOnly: false,
+            OR: [{ promptDispatchPending: false }, { promptDispatchAttempted: true }],
+          },
+          _max: { startedAt: true },
+        })
+      : none,
+    withSessions.length
+      ? db.turn.groupBy({
+          by: ['taskId'],
+          where: { taskId: { in: withSessions }, lifecycleOnly: false, completedAt: { not: null } },
+          _max: { completedAt: true },
+        })
+      : none,
+  ])
   const turns = await recentTurns(store, sessions.map((s) => s.id))
   const sessionsByTask = groupBy(sessions, (s) => s.taskId)
   const pendingBySession = groupBy(pending, (m) => m.sessionId)

@@ -19,8 +19,10 @@ function sessionRecovery(session: SessionObservation): RecoveryAction[] {
 
 function sessionCandidate(session: SessionObservation): Candidate | undefined {
   const error = session.error
-  // A dismissed (or superseded) stamp stays cleared even if a replay writes it again.
-  if (!error || error.stamp === session.errorClearedStamp) return undefined
+  // A dismissed (or superseded) stamp stays cleared even if a replay writes it again;
+  // a record without a stamp or a valid time cannot be shown or cleared, so it is ignored.
+  if (!error || !error.stamp || error.stamp === session.errorClearedStamp) return undefined
+  if (Number.isNaN(error.occurredAt.getTime())) return undefined
   return {
     sessionId: session.id,
     taskRepositoryId: null,
@@ -41,7 +43,7 @@ function launchCandidate(launch: LaunchErrorObservation | null): Candidate | und
   } catch {
     return undefined
   }
-  if (!Array.isArray(actions) || Number.isNaN(launch.occurredAt.getTime())) return undefined
+  if (!Array.isArray(actions) || !launch.stamp || Number.isNaN(launch.occurredAt.getTime())) return undefined
   return {
     sessionId: null,
     taskRepositoryId: launch.taskRepositoryId,

@@ -21,12 +21,18 @@ function canonical(value: unknown): unknown {
   return value === undefined ? null : value
 }
 
+/** Null, omitted and empty recovery-action lists mean the same: an empty list. */
+function normalized(payload: SummaryPayload): SummaryPayload {
+  if (!payload.activeError || Array.isArray(payload.activeError.recoveryActions)) return payload
+  return { ...payload, activeError: { ...payload.activeError, recoveryActions: [] } }
+}
+
 /**
  * The one canonical semantic payload: sorted keys, no revision or projection time, empty
  * collections as null. Stored as is; the compare-and-update no-op check compares these strings.
  */
 export function semanticJson(payload: SummaryPayload): string {
-  return JSON.stringify(canonical(payload))
+  return JSON.stringify(canonical(normalized(payload)))
 }
 
 export class InvalidSummaryError extends Error {}
@@ -36,7 +42,8 @@ const isIsoDate = (s: unknown) => typeof s === 'string' && !Number.isNaN(new Dat
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8')
 
 /** Throws InvalidSummaryError naming the first broken bound; a valid payload passes silently. */
-export function validateSummary(p: SummaryPayload): void {
+export function validateSummary(payload: SummaryPayload): void {
+  const p = normalized(payload)
   const fail = (what: string) => {
     throw new InvalidSummaryError(`invalid summary: ${what}`)
   }

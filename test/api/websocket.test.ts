@@ -11,6 +11,7 @@ import {
   UpdateTaskDocument,
   ViewerDocument,
   WorkspaceEventsDocument,
+  TaskStatusSummaryUpdatedDocument,
 } from '../generated/graphql.ts'
 
 describe.each(PROVIDERS)('graphql-ws on /graphql (%s)', (provider) => {
@@ -87,6 +88,26 @@ describe.each(PROVIDERS)('graphql-ws on /graphql (%s)', (provider) => {
     expect(later[1]?.data?.workspaceEvents).toMatchObject({ __typename: 'TaskStatusSummaryUpdated', taskId: mine.id })
     feed.dispose()
     await client.dispose()
+  })
+
+  it('taskStatusSummaryUpdated carries only whole summary replacements, for members only', async () => {
+    const member = await wsClient(server.wsUrl, alice)
+    const outsider = await wsClient(server.wsUrl, bob)
+    const summaries = wsSubscribe(member, TaskStatusSummaryUpdatedDocument, { workspaceId })
+    const denied = wsSubscribe(outsider, TaskStatusSummaryUpdatedDocument, { workspaceId })
+    expect((await denied.waitFor(1))[0]?.errors?.[0]?.extensions?.code).toBe('FORBIDDEN')
+    await wsExecute(member, ViewerDocument)
+    const task = (await ok(server.graphqlUrl, alice, CreateTaskDocument, { input: { workspaceId, title: 's' } })).createTask
+    const [first] = await summaries.waitFor(1)
+    expect(first?.data?.taskStatusSummaryUpdated).toMatchObject({
+      taskId: task.id,
+      workspaceId,
+      summary: { taskId: task.id, revision: 1, pendingAction: null, activeError: null, git: null, pullRequest: null },
+    })
+    expect(first?.data?.taskStatusSummaryUpdated.summary.lastActivityAt).toBe(task.createdAt)
+    summaries.dispose()
+    await member.dispose()
+    await outsider.dispose()
   })
 
   it('reports a syntax error as the operation’s error without closing the socket', async () => {

@@ -38,6 +38,14 @@ describe('gitTotals', () => {
       expected: totals({ additions: 15, deletions: 10, changedFiles: 3, ahead: 1, behind: 2 }),
     },
     {
+      name: 'two repositories, every field non-zero in both, are summed field by field',
+      observations: [
+        git({ taskRepositoryId: 'r1', additions: 1, deletions: 2, changedFiles: 3, ahead: 4, behind: 5 }),
+        git({ taskRepositoryId: 'r2', additions: 10, deletions: 20, changedFiles: 30, ahead: 40, behind: 50 }),
+      ],
+      expected: totals({ additions: 11, deletions: 22, changedFiles: 33, ahead: 44, behind: 55 }),
+    },
+    {
       name: 'two sessions observing the same repository: the newest observedAt wins (newest last)',
       observations: [
         git({ sessionId: 's1', additions: 100, observedAt: at(1) }),
@@ -62,10 +70,18 @@ describe('gitTotals', () => {
       expected: totals({ additions: 7 }),
     },
     {
-      name: 'same observedAt: deterministic (greater session id), either order',
+      name: 'same observedAt: deterministic (greater session id), greater listed first',
       observations: [
         git({ sessionId: 's2', additions: 2, observedAt: at(1) }),
         git({ sessionId: 's1', additions: 1, observedAt: at(1) }),
+      ],
+      expected: totals({ additions: 2 }),
+    },
+    {
+      name: 'same observedAt: deterministic (greater session id), greater listed last',
+      observations: [
+        git({ sessionId: 's1', additions: 1, observedAt: at(1) }),
+        git({ sessionId: 's2', additions: 2, observedAt: at(1) }),
       ],
       expected: totals({ additions: 2 }),
     },

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { migratedDatabase } from '../support/databases.ts'
+import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
+import { startTestServer, type TestServer } from '../support/server.ts'
+import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
+import {
+  CreateTaskDocument,
+  CreateUserDocument,
+  CreateWorkspaceDocument,
+  ViewerDocument,
+  WorkspaceEventsDocument,
+} from '../generated/graphql.ts'
+
+describe('two instances on one PostgreSQL and one Redis', () => {
+  let redis: RedisServer
+  let a: TestServer
+  let b: TestServer
+  let token: string
+  let workspaceId: string
+
+  beforeAll(async () => {
+    redis = await startRedisServer()
+    const databaseUrl = await migratedDatabase('postgres')
+    a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
+    b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    token = (await ok(a.graphqlUrl, a.adminToken, CreateUserDocument, { name: 'u' })).createUser.token
+    workspaceId = (await ok(a.graphqlUrl, token, CreateWorkspaceDocument, { name: 'shared' })).createWorkspace.id
+  })
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()])
+    await redis?.stop()
+  })
+
+  async function subscribedOnB() {
+    const client = await wsClient(b.wsUrl, token)
+    const feed = wsSubscribe(client, WorkspaceEventsDocument, { workspaceId })
+    await wsExecute(client, ViewerDocument)
+    // Redis SUBSCRIBE is asynchronous: wait until Redis counts instance B on the channel.
+    while ((await redis.subscribers(`tss:workspace:${workspaceId}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    return { client, feed }
+  }
+
+  it('a change through instance A reaches a workspaceEvents subscriber on instance B', async () => {
+    const { client, feed } = await subscribedOnB()
+    const task = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'via A' } })).createTask
+    const events = (await feed.waitFor(2)).map((e) => e.data?.workspaceEvents)
+    expect(events).toContainEqual(expect.objectContaining({ __typename: 'TaskUpserted', task: expect.objectContaining({ id: task.id }) }))
+    expect(events).toContainEqual(
+      expect.objectContaining({ __typename: 'TaskStatusSummaryUpdated', taskId: task.id, summary: expect.objectContaining({ revision: 1 }) }),
+    )
+    feed.dispose()
+    await client.dispose()
+  })
+
+  it('after the pub/sub connection drops, subscribers get WorkspaceResync', async () => {
+    const { client, feed } = await subscribedOnB()
+    const before = feed.events.length
+    await redis.killPubSubClients()
+    const events = await feed.waitFor(before + 1)
+    expect(events[before]?.data?.workspaceEvents).toMatchObject({ __typename: 'WorkspaceResync', workspaceId })
+    // And the feed works again afterwards.
+    while ((await redis.subscribers(`tss:workspace:${workspaceId}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    const task = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'after' } })).createTask
+    for (let n = before + 2; ; n++) {
+      const all = await feed.waitFor(n)
+      if (all.some((e) => (e.data?.workspaceEvents as { task?: { id: string } } | undefined)?.task?.id === task.id)) break
+    }
+    feed.dispose()
+    await client.dispose()
+  })
+})
