@@ -23,8 +23,24 @@ export type WorkspaceEventPayload =
   | SummaryUpdatedPayload
   | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
 
+/**
+ * Session stream events across instances: ids only (plus the models, which are small); the
+ * delivery layer loads rows per event. MessageUpdated is the replaceable class.
+ */
+export type SessionEventPayload =
+  | { type: 'MessageAdded'; sessionId: string; messageId: string }
+  | { type: 'MessageUpdated'; sessionId: string; messageId: string; version: number }
+  | { type: 'MessageDeleted'; sessionId: string; messageId: string }
+  | { type: 'SessionStateChanged'; sessionId: string; state: string }
+  | { type: 'SessionModelsUpdated'; sessionId: string }
+  | { type: 'TurnStarted'; sessionId: string; turnId: string }
+  | { type: 'TurnCompleted'; sessionId: string; turnId: string }
+  | { type: 'SessionGitUpdated'; sessionId: string }
+  | { type: 'SessionResync'; sessionId: string; reason: string }
+
 export interface Topics {
   workspace: WorkspaceEventPayload
+  session: SessionEventPayload
 }
 
 export type Topic = keyof Topics
@@ -46,4 +62,5 @@ export const channelOf = (topic: Topic, key: string) => `${topic}:${key}`
 /** What a subscriber of each topic receives when deltas may have been lost (overflow, reconnect). */
 export const RESYNC: { [T in Topic]: (key: string, reason: string) => Topics[T] } = {
   workspace: (workspaceId, reason) => ({ type: 'WorkspaceResync', workspaceId, reason }),
+  session: (sessionId, reason) => ({ type: 'SessionResync', sessionId, reason }),
 }

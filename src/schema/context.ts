@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
+import type { SessionService } from '../agents/session-service.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { Principal } from '../store/users.ts'
@@ -10,6 +11,7 @@ export interface Context {
   store: Store
   pubsub: PubSub
   projector: Projector
+  sessions: SessionService
   logger: Logger
   principal: Principal | null
   loaders: Loaders
@@ -21,6 +23,7 @@ export interface ContextServices {
   store: Store
   pubsub: PubSub
   projector: Projector
+  sessions: SessionService
   logger: Logger
 }
 

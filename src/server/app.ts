@@ -17,6 +17,10 @@ import { createYogaServer } from './yoga.ts'
 import { attachWebSocketServer } from './websocket.ts'
 import { handleOperationalRoute } from './http-routes.ts'
 import { Readiness } from './readiness.ts'
+import { SessionService } from '../agents/session-service.ts'
+import { agentProfiles } from '../agents/profiles.ts'
+import { createAgentMetrics } from '../agents/agent-metrics.ts'
+import type { Scheduler } from '../agents/coalescer.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -27,6 +31,8 @@ export interface StartOptions {
   onAdminTokenGenerated?: (token: string) => void
   /** Sees every SQL statement (tests prove read paths do not grow with the number of tasks). */
   onQuery?: (sql: string) => void
+  /** Timers of the stream coalescer (tests inject fake time). */
+  scheduler?: Scheduler
 }
 
 export interface RunningServer {
@@ -35,6 +41,7 @@ export interface RunningServer {
   store: Store
   pubsub: PubSub
   projector: Projector
+  sessions: SessionService
   readiness: Readiness
   logger: Logger
   httpServer: HttpServer
@@ -69,7 +76,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const projector = new Projector({ store, pubsub, logger, metrics })
   projector.start()
 
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector })
+  const profiles = agentProfiles(config.agentProfiles)
+  const sessions = new SessionService({
+    store,
+    pubsub,
+    logger,
+    metrics: createAgentMetrics(metrics.registry),
+    profiles,
+    scheduler: options.scheduler,
+  })
+
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions })
   const httpServer = createServer((req, res) => {
     handleOperationalRoute(req, res, { readiness, registry: metrics.registry })
       .then((handled) => (handled ? undefined : yoga.handle(req, res)))
@@ -96,7 +113,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store,
     projector,
     logger,
-    resumableProfiles: new Set(['mock', ...Object.keys(config.agentProfiles)]),
+    resumableProfiles: new Set(profiles.keys()),
   })
   readiness.markReady()
 
@@ -109,6 +126,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await websocket.close()
       httpServer.closeAllConnections()
       await stopped
+      // Agents: pending stream content is written, then every child process ends.
+      await sessions.shutdown()
       stopTaskFeed()
       projector.stop()
       await projector.idle()
@@ -118,5 +137,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, projector, readiness, logger, httpServer, close }
+  return { url, port, store, pubsub, projector, sessions, readiness, logger, httpServer, close }
 }

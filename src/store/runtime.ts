@@ -304,3 +304,66 @@ export async function clearLaunchError(store: Store, taskId: string) {
 export function strandedSessions({ db }: Store) {
   return db.session.findMany({ where: { state: { in: ['STARTING', 'RUNNING'] } }, select: { id: true, agentProfile: true } })
 }
+
+/**
+ * Stores a user prompt under its client-generated id together with the turn it starts, in one
+ * transaction. The message id is the primary key, so of concurrent requests with one id (on any
+ * instance) exactly one inserts; the others get `undefined` and replay the stored message.
+ */
+export async function acceptUserPrompt(store: Store, input: { id: string; sessionId: string; content: string }) {
+  const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const at = store.now()
+  try {
+    const { message, turn } = await store.db.$transaction(async (tx) => {
+      const turn = await tx.turn.create({ data: { sessionId: session.id, taskId: session.taskId, startedAt: at } })
+      const message = await tx.message.create({
+        data: {
+          id: input.id,
+          sessionId: session.id,
+          taskId: session.taskId,
+          turnId: turn.id,
+          author: 'USER',
+          kind: 'MESSAGE',
+          content: input.content,
+          createdAt: at,
+          updatedAt: at,
+        },
+      })
+      return { message, turn }
+    })
+    await touchActivity(store, session.taskId, at)
+    await emit(store, 'message.added', session.taskId, session.id)
+    await emit(store, 'turn.started', session.taskId, session.id)
+    return { message, turn }
+  } catch (error) {
+    if ((error as { code?: string }).code === 'P2002') return undefined
+    throw error
+  }
+}
+
+export function findMessage({ db }: Store, id: string) {
+  return db.message.findUnique({ where: { id } })
+}
+
+export function findToolCallMessage({ db }: Store, sessionId: string, toolCallId: string) {
+  return db.message.findFirst({ where: { sessionId, toolCallId }, orderBy: { createdAt: 'desc' } })
+}
+
+export function findPendingRequest({ db }: Store, sessionId: string, pendingId: string) {
+  return db.message.findFirst({
+    where: { sessionId, pendingId, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
+  })
+}
+
+/** Requests nobody can answer any more (the agent stopped or died) end as CANCELLED. */
+export async function cancelPendingRequests(store: Store, sessionId: string) {
+  const pending = await store.db.message.findMany({
+    where: { sessionId, status: 'PENDING', kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
+  })
+  for (const message of pending) await updateMessage(store, message.id, { status: 'CANCELLED' })
+  return pending.length
+}
+
+export function openTurns({ db }: Store, sessionId: string) {
+  return db.turn.findMany({ where: { sessionId, completedAt: null } })
+}

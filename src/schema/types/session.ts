@@ -1,7 +1,8 @@
 import { builder } from '../builder.ts'
 import { requirePrincipal, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
-import { badInput, notImplemented } from '../../errors.ts'
+import { badInput, clientError, notFound, notImplemented } from '../../errors.ts'
+import { SessionOperationError } from '../../agents/session-service.ts'
 import { messagesOfSession, turnsOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
@@ -209,12 +210,36 @@ const FocusAckRef = builder.objectRef<{ sessionId: string; focused: boolean }>('
   fields: (t) => ({ sessionId: t.exposeID('sessionId'), focused: t.exposeBoolean('focused') }),
 })
 
-/** Answered by the agents milestone; until then a clear error, never made-up data. */
-function pending(field: string) {
-  return (_root: unknown, _args: unknown, ctx: Context): never => {
-    requirePrincipal(ctx)
-    throw notImplemented(`Mutation.${field}`)
+const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_:.-]{1,128}$/
+const MAX_CONTENT_BYTES = 256 * 1024
+
+/** SessionService failures are the client's to fix: they keep their code. */
+async function sessionOperation<T>(operation: () => Promise<T>): Promise<T> {
+  try {
+    return await operation()
+  } catch (error) {
+    if (error instanceof SessionOperationError) throw clientError(error.code, error.message, error.details)
+    throw error
   }
+}
+
+function validatePrompt(field: string, content: string): string {
+  if (content.trim().length === 0) throw badInput(`${field} must not be empty.`, field)
+  if (Buffer.byteLength(content, 'utf8') > MAX_CONTENT_BYTES) throw badInput(`${field} must be at most 256 KiB.`, field)
+  return content
+}
+
+function validateClientMessageId(id: string): string {
+  if (!CLIENT_MESSAGE_ID.test(id))
+    throw badInput('clientMessageId must be 1 to 128 characters of [A-Za-z0-9_-:.].', 'clientMessageId')
+  return id
+}
+
+/** A session the caller may act on, or NOT_FOUND / FORBIDDEN. */
+async function requireSession(ctx: Context, sessionId: string) {
+  const session = await requireReadableSession(ctx, sessionId)
+  if (!session) throw notFound('Session', sessionId)
+  return session
 }
 
 builder.mutationFields((t) => ({
@@ -223,23 +248,54 @@ builder.mutationFields((t) => ({
     description:
       'Launches an agent (an ACP agent process of the named profile) for the task. If the launch stops before a session exists, the task keeps a launch error and the mutation returns that error.',
     args: { input: t.arg({ type: StartSessionInput, required: true }) },
-    resolve: pending('startSession'),
+    resolve: async (_root, { input }, ctx) => {
+      const prompt = input.prompt == null ? null : validatePrompt('prompt', input.prompt)
+      const clientMessageId = input.clientMessageId == null ? null : validateClientMessageId(input.clientMessageId)
+      await requireReadableTask(ctx, input.taskId)
+      return sessionOperation(() =>
+        ctx.sessions.startSession({ taskId: input.taskId, agentProfile: input.agentProfile ?? 'mock', prompt, clientMessageId }),
+      )
+    },
   }),
-  stopSession: t.field({ type: SessionRef, args: { id: t.arg.id({ required: true }) }, resolve: pending('stopSession') }),
+  stopSession: t.field({
+    type: SessionRef,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await requireSession(ctx, id)
+      return sessionOperation(() => ctx.sessions.stopSession(id))
+    },
+  }),
   resumeSession: t.field({
     type: SessionRef,
     description:
       'Relaunches the agent of a stopped, failed or recovered session. Records a lifecycle-only turn, which moves no activity time.',
     args: { id: t.arg.id({ required: true }) },
-    resolve: pending('resumeSession'),
+    resolve: async (_root, { id }, ctx) => {
+      await requireSession(ctx, id)
+      return sessionOperation(() => ctx.sessions.resumeSession(id))
+    },
   }),
-  deleteSession: t.id({ args: { id: t.arg.id({ required: true }) }, resolve: pending('deleteSession') }),
+  deleteSession: t.id({
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => {
+      await requireSession(ctx, id)
+      await sessionOperation(() => ctx.sessions.deleteSession(id))
+      return id
+    },
+  }),
   addMessage: t.field({
     type: AddMessagePayloadRef,
     description:
       'Idempotent by clientMessageId: a retry in the same task returns the stored message with replayed = true and dispatches nothing; reuse of the id in another task fails with CONFLICT.',
     args: { input: t.arg({ type: AddMessageInput, required: true }) },
-    resolve: pending('addMessage'),
+    resolve: async (_root, { input }, ctx) => {
+      const clientMessageId = validateClientMessageId(input.clientMessageId)
+      const content = validatePrompt('content', input.content)
+      await requireReadableTask(ctx, input.taskId)
+      return sessionOperation(() =>
+        ctx.sessions.addMessage({ taskId: input.taskId, sessionId: input.sessionId, clientMessageId, content }),
+      )
+    },
   }),
   respondToPermission: t.field({
     type: MessageRef,
@@ -248,7 +304,12 @@ builder.mutationFields((t) => ({
       pendingId: t.arg.id({ required: true }),
       optionId: t.arg.string({ required: true }),
     },
-    resolve: pending('respondToPermission'),
+    resolve: async (_root, args, ctx) => {
+      await requireSession(ctx, args.sessionId)
+      return sessionOperation(() =>
+        ctx.sessions.respond(args.sessionId, args.pendingId, 'PERMISSION_REQUEST', { optionId: args.optionId }),
+      )
+    },
   }),
   answerClarification: t.field({
     type: MessageRef,
@@ -257,17 +318,27 @@ builder.mutationFields((t) => ({
       pendingId: t.arg.id({ required: true }),
       answer: t.arg.string({ required: true }),
     },
-    resolve: pending('answerClarification'),
+    resolve: async (_root, args, ctx) => {
+      await requireSession(ctx, args.sessionId)
+      const answer = validatePrompt('answer', args.answer)
+      return sessionOperation(() => ctx.sessions.respond(args.sessionId, args.pendingId, 'CLARIFICATION', { text: answer }))
+    },
   }),
   dismissSessionError: t.field({
     type: SessionRef,
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: pending('dismissSessionError'),
+    resolve: async (_root, { sessionId }, ctx) => {
+      await requireSession(ctx, sessionId)
+      return ctx.sessions.dismissSessionError(sessionId)
+    },
   }),
   focusSession: t.field({
     type: FocusAckRef,
     description: "WebSocket only: sets this connection's focused session (Git fast monitoring). Acknowledges; replays nothing.",
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: pending('focusSession'),
+    resolve: (_root, _args, ctx): never => {
+      requirePrincipal(ctx)
+      throw notImplemented('Mutation.focusSession')
+    },
   }),
 }))

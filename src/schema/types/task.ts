@@ -173,6 +173,8 @@ builder.mutationFields((t) => ({
       }
       await requireReadableTask(ctx, id)
       const task = await updateTask(ctx.store, id, changes).catch(stepError)
+      const step = await ctx.loaders.step.load(task.workflowStepId)
+      if (step?.terminal) await ctx.sessions.completeTaskSessions(task.id)
       return task
     },
   }),

@@ -1,0 +1,64 @@
+/**
+ * The bounded queue between one agent's ACP connection and its session lifecycle. push() never
+ * drops: the producer side reads the agent's stdout only while waitForSpace() resolves, so a
+ * full queue stops reading that agent's output (its pipe fills and the agent itself slows down)
+ * while every other session keeps flowing. close() cancels waiting readers and producers.
+ */
+export class BoundedHandoff<T> {
+  #items: T[] = []
+  #closed = false
+  #consumer: (() => void) | undefined
+  #spaceWaiters: (() => void)[] = []
+  highWater = 0
+
+  constructor(readonly capacity: number) {}
+
+  get size(): number {
+    return this.#items.length
+  }
+
+  push(item: T): void {
+    if (this.#closed) return
+    this.#items.push(item)
+    this.highWater = Math.max(this.highWater, this.#items.length)
+    const consumer = this.#consumer
+    this.#consumer = undefined
+    consumer?.()
+  }
+
+  /** Resolves while the queue has room (immediately, or once the consumer caught up); false once closed. */
+  async waitForSpace(): Promise<boolean> {
+    while (!this.#closed && this.#items.length >= this.capacity)
+      await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve))
+    return !this.#closed
+  }
+
+  /** Items in arrival order until close(). */
+  async *drain(): AsyncGenerator<T> {
+    for (;;) {
+      if (this.#items.length > 0) {
+        const item = this.#items.shift()!
+        if (this.#items.length < this.capacity) this.#wakeProducers()
+        yield item
+        continue
+      }
+      if (this.#closed) return
+      await new Promise<void>((resolve) => (this.#consumer = resolve))
+    }
+  }
+
+  /** Stops the handoff; items not yet consumed are still drained, producers stop waiting. */
+  close(): void {
+    this.#closed = true
+    this.#wakeProducers()
+    const consumer = this.#consumer
+    this.#consumer = undefined
+    consumer?.()
+  }
+
+  #wakeProducers(): void {
+    const waiters = this.#spaceWaiters
+    this.#spaceWaiters = []
+    for (const wake of waiters) wake()
+  }
+}

@@ -1,0 +1,185 @@
+// The built-in `mock` agent: a real separate process speaking ACP over stdio through the SDK.
+// It runs the scripts of ../shared/contract/MAPPING.md ("The built-in mock agent"): a plain
+// prompt gets a short streamed echo; the prompt `count` answers how many prompts it received.
+import { randomUUID } from 'node:crypto'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { Readable, Writable } from 'node:stream'
+import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext } from '@agentclientprotocol/sdk'
+import {
+  CLARIFY_METHOD,
+  SUBAGENT_METHOD,
+  type ClarifyParams,
+  type ClarifyResult,
+  type SessionErrorData,
+  type SubagentParams,
+} from '../extensions.ts'
+
+type Step =
+  | { say: string; chunks?: number }
+  | { think: string; chunks?: number }
+  | { stream: { kind: 'reasoning' | 'message'; count: number } }
+  | { tool: { title: string; kind?: string; status?: 'completed' | 'failed' } }
+  | { permission: { title: string; wait?: boolean } }
+  | { clarify: { question: string; wait?: boolean } }
+  | { subagent: { title: string; ms: number } }
+  | { models: { current: string; available: string[] } }
+  | { write: { path: string; content: string } }
+  | { sleep: number }
+  | { error: { code: string; message: string } }
+  | { crash: number }
+
+let promptsReceived = 0
+const cancelled = new Set<string>()
+
+function split(text: string, parts: number): string[] {
+  const n = Math.max(1, Math.min(parts, text.length || 1))
+  const size = Math.ceil(text.length / n)
+  const out: string[] = []
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size))
+  return out
+}
+
+function promptText(prompt: { type: string; text?: string }[]): string {
+  return prompt
+    .filter((b) => b.type === 'text')
+    .map((b) => b.text ?? '')
+    .join('')
+}
+
+function parseScript(text: string): Step[] | undefined {
+  try {
+    const value = JSON.parse(text) as { script?: unknown }
+    return Array.isArray(value?.script) ? (value.script as Step[]) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+async function chunks(client: AgentContext, sessionId: string, kind: 'agent_message_chunk' | 'agent_thought_chunk', parts: string[]) {
+  const messageId = randomUUID()
+  for (const text of parts)
+    await client.notify('session/update', {
+      sessionId,
+      update: { sessionUpdate: kind, messageId, content: { type: 'text', text } },
+    })
+}
+
+async function runStep(client: AgentContext, sessionId: string, step: Step, waits: Promise<unknown>[]) {
+  if ('say' in step) return chunks(client, sessionId, 'agent_message_chunk', split(step.say, step.chunks ?? 1))
+  if ('think' in step) return chunks(client, sessionId, 'agent_thought_chunk', split(step.think, step.chunks ?? 1))
+  if ('stream' in step) {
+    const kind = step.stream.kind === 'message' ? 'agent_message_chunk' : 'agent_thought_chunk'
+    const messageId = randomUUID()
+    for (let i = 0; i < step.stream.count; i++) {
+      if (cancelled.has(sessionId)) return
+      await client.notify('session/update', { sessionId, update: { sessionUpdate: kind, messageId, content: { type: 'text', text: `${i};` } } })
+    }
+    return
+  }
+  if ('tool' in step) {
+    const toolCallId = randomUUID()
+    await client.notify('session/update', {
+      sessionId,
+      update: { sessionUpdate: 'tool_call', toolCallId, title: step.tool.title, kind: (step.tool.kind ?? 'other') as 'other', status: 'in_progress' },
+    })
+    await client.notify('session/update', {
+      sessionId,
+      update: { sessionUpdate: 'tool_call_update', toolCallId, status: step.tool.status ?? 'completed' },
+    })
+    return
+  }
+  if ('permission' in step) {
+    const answered = client.request('session/request_permission', {
+      sessionId,
+      toolCall: { toolCallId: randomUUID(), title: step.permission.title },
+      options: [
+        { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
+        { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+      ],
+    })
+    if (step.permission.wait === false) waits.push(answered)
+    else await answered
+    return
+  }
+  if ('clarify' in step) {
+    const answered = client.request<ClarifyResult, ClarifyParams>(CLARIFY_METHOD, { sessionId, question: step.clarify.question })
+    if (step.clarify.wait === false) waits.push(answered)
+    else await answered
+    return
+  }
+  if ('subagent' in step) {
+    const subagentId = randomUUID()
+    const notify = (state: SubagentParams['state']) =>
+      client.notify<SubagentParams>(SUBAGENT_METHOD, { sessionId, subagentId, title: step.subagent.title, state })
+    await notify('started')
+    // The subagent runs on in the background; the turn does not wait for it.
+    setTimeout(() => void notify('finished').catch(() => undefined), step.subagent.ms)
+    return
+  }
+  if ('models' in step)
+    return client.notify('session/update', {
+      sessionId,
+      update: {
+        sessionUpdate: 'config_option_update',
+        configOptions: [
+          {
+            id: 'model',
+            name: 'Model',
+            category: 'model',
+            type: 'select',
+            currentValue: step.models.current,
+            options: step.models.available.map((value) => ({ value, name: value.toUpperCase() })),
+          },
+        ],
+      },
+    })
+  if ('write' in step) {
+    const file = path.resolve(process.cwd(), step.write.path)
+    mkdirSync(path.dirname(file), { recursive: true })
+    writeFileSync(file, step.write.content)
+    return
+  }
+  if ('sleep' in step) return new Promise((resolve) => setTimeout(resolve, step.sleep))
+  if ('error' in step) throw new RequestError(-32000, step.error.message, { code: step.error.code } satisfies SessionErrorData)
+  if ('crash' in step) process.exit(step.crash)
+}
+
+const app = agent({ name: 'tss-mock-agent' })
+  .onRequest('initialize', () => ({
+    protocolVersion: PROTOCOL_VERSION,
+    agentCapabilities: { loadSession: true },
+    agentInfo: { name: 'tss-mock-agent', version: '1.0.0' },
+  }))
+  .onRequest('session/new', () => ({ sessionId: randomUUID() }))
+  .onRequest('session/load', () => undefined)
+  .onNotification('session/cancel', ({ params }) => {
+    cancelled.add(params.sessionId)
+  })
+  .onRequest('session/prompt', async ({ params, client }) => {
+    promptsReceived++
+    cancelled.delete(params.sessionId)
+    const text = promptText(params.prompt as { type: string; text?: string }[])
+    const script = parseScript(text)
+    if (!script) {
+      const reply = text.trim() === 'count' ? `prompts received: ${promptsReceived}` : `echo: ${text}`
+      await chunks(client, params.sessionId, 'agent_message_chunk', split(reply, 3))
+      return { stopReason: 'end_turn' }
+    }
+    const waits: Promise<unknown>[] = []
+    for (const step of script) {
+      if (cancelled.has(params.sessionId)) return { stopReason: 'cancelled' }
+      await runStep(client, params.sessionId, step, waits)
+    }
+    // Requests sent with "wait": false keep the turn open until they are answered.
+    await Promise.all(waits)
+    return { stopReason: cancelled.has(params.sessionId) ? 'cancelled' : 'end_turn' }
+  })
+
+const connection = app.connect(
+  ndJsonStream(
+    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+    Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
+  ),
+)
+void connection.closed.then(() => process.exit(0))

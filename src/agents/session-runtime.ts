@@ -1,0 +1,343 @@
+import { randomUUID } from 'node:crypto'
+import { RequestError, type SessionNotification } from '@agentclientprotocol/sdk'
+import type { Logger } from '../observability/logger.ts'
+import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
+import type { Store } from '../store/store.ts'
+import {
+  addMessage,
+  cancelPendingRequests,
+  clearSessionError,
+  completeTurn,
+  findToolCallMessage,
+  markPromptDispatched,
+  openTurns,
+  setSessionError,
+  updateMessage,
+  updateSession,
+} from '../store/runtime.ts'
+import type { SessionState } from '../summary/types.ts'
+import type { AgentInput, AgentProcess } from './agent-process.ts'
+import type { ClarifyResult, SessionErrorData } from './extensions.ts'
+import { SessionCoalescer, type Scheduler, type StreamKind } from './coalescer.ts'
+import type { AgentMetrics } from './agent-metrics.ts'
+
+const TOOL_STATUS: Record<string, string> = {
+  pending: 'PENDING',
+  in_progress: 'IN_PROGRESS',
+  completed: 'COMPLETED',
+  failed: 'FAILED',
+}
+
+type Responder =
+  | { kind: 'PERMISSION_REQUEST'; respond: (optionId: string | null) => void }
+  | { kind: 'CLARIFICATION'; respond: (answer: string | null) => void }
+
+/**
+ * The live side of one session: its agent process, its coalescer, its turn in flight. Consumes
+ * the agent's handoff strictly in order and turns it into store writes (which feed the
+ * projector) and session events (which feed session subscribers).
+ */
+export class SessionRuntime {
+  readonly coalescer: SessionCoalescer
+  #turnId: string | undefined
+  #queue: { turnId: string; text: string }[] = []
+  #responders = new Map<string, Responder>()
+  #subagents = new Set<string>()
+  #agentSpokeThisTurn = false
+  #finished = false
+  readonly #consumed: Promise<void>
+
+  constructor(
+    readonly sessionId: string,
+    readonly agent: AgentProcess,
+    private readonly deps: {
+      store: Store
+      pubsub: PubSub
+      logger: Logger
+      metrics: AgentMetrics
+      scheduler?: Scheduler
+      /** Called once the runtime is over (stopped or crashed), so the manager forgets it. */
+      onFinished: (runtime: SessionRuntime) => void
+    },
+  ) {
+    this.coalescer = new SessionCoalescer(
+      {
+        create: (kind, text) => this.#createStreamMessage(kind, text),
+        update: (messageId, content) => this.#updateStreamMessage(messageId, content),
+      },
+      (error) => deps.logger.error({ err: error, sessionId, action: 'coalescer.write' }, 'stream write failed'),
+      deps.scheduler,
+    )
+    this.#consumed = this.#consume()
+  }
+
+  get busy(): boolean {
+    return this.#turnId !== undefined
+  }
+
+  /** Queues a prompt; it is dispatched when no turn of this session is in flight. */
+  enqueuePrompt(turnId: string, text: string): void {
+    this.#queue.push({ turnId, text })
+    void this.#dispatchNext()
+  }
+
+  async respond(pendingId: string, answer: { optionId?: string; text?: string }): Promise<boolean> {
+    const responder = this.#responders.get(pendingId)
+    if (!responder) return false
+    this.#responders.delete(pendingId)
+    if (responder.kind === 'PERMISSION_REQUEST') responder.respond(answer.optionId ?? null)
+    else responder.respond(answer.text ?? null)
+    return true
+  }
+
+  /** stopSession / deleteSession / shutdown: everything pending is written first. */
+  async stop(finalState: SessionState | null): Promise<void> {
+    await this.coalescer.flush()
+    await this.agent.cancel()
+    await this.agent.stop()
+    await this.#consumed
+    await this.#finish(finalState, 'cancelled')
+  }
+
+  async #dispatchNext(): Promise<void> {
+    if (this.#turnId || this.#finished) return
+    const next = this.#queue.shift()
+    if (!next) return
+    this.#turnId = next.turnId
+    this.#agentSpokeThisTurn = false
+    const { store } = this.deps
+    await markPromptDispatched(store, next.turnId)
+    await this.#setState('RUNNING')
+    this.#publish({ type: 'TurnStarted', sessionId: this.sessionId, turnId: next.turnId })
+    this.agent.prompt(next.text).then(
+      (response) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, response }),
+      (error: unknown) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, error }),
+    )
+  }
+
+  async #consume(): Promise<void> {
+    for await (const input of this.agent.handoff.drain()) {
+      try {
+        await this.#handle(input)
+      } catch (error) {
+        this.deps.logger.error({ err: error, sessionId: this.sessionId, input: input.type }, 'agent input failed')
+      }
+    }
+  }
+
+  async #handle(input: AgentInput): Promise<void> {
+    switch (input.type) {
+      case 'update':
+        return this.#update(input.notification)
+      case 'permission': {
+        await this.coalescer.flush()
+        const options = input.request.options.map((o) => ({ id: o.optionId, name: o.name, kind: o.kind }))
+        const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', input.request.toolCall.title ?? 'Permission', { options })
+        this.#responders.set(pendingId, {
+          kind: 'PERMISSION_REQUEST',
+          respond: (optionId) =>
+            input.respond({ outcome: optionId ? { outcome: 'selected', optionId } : { outcome: 'cancelled' } }),
+        })
+        return
+      }
+      case 'clarify': {
+        await this.coalescer.flush()
+        const pendingId = await this.#pendingRequest('CLARIFICATION', input.request.question, {})
+        this.#responders.set(pendingId, {
+          kind: 'CLARIFICATION',
+          respond: (answer) =>
+            input.respond((answer === null ? { outcome: 'cancelled' } : { outcome: 'answered', answer }) satisfies ClarifyResult),
+        })
+        return
+      }
+      case 'subagent': {
+        if (input.notification.state === 'started') this.#subagents.add(input.notification.subagentId)
+        else this.#subagents.delete(input.notification.subagentId)
+        await updateSession(this.deps.store, this.sessionId, { activeSubagentCount: this.#subagents.size })
+        return
+      }
+      case 'turnEnd':
+        return this.#turnEnded(input)
+      case 'exited':
+        return this.#crashed(`Agent process exited (${input.signal ?? `code ${input.code}`}).`)
+    }
+  }
+
+  async #update(notification: SessionNotification): Promise<void> {
+    const update = notification.update
+    if (!this.#agentSpokeThisTurn && this.#turnId) {
+      // A newer agent response clears the session's previous recoverable error.
+      this.#agentSpokeThisTurn = true
+      await clearSessionError(this.deps.store, this.sessionId)
+    }
+    switch (update.sessionUpdate) {
+      case 'agent_message_chunk':
+      case 'agent_thought_chunk': {
+        const kind: StreamKind = update.sessionUpdate === 'agent_message_chunk' ? 'MESSAGE' : 'REASONING'
+        if (update.content.type === 'text') {
+          this.deps.metrics.chunksReceived.inc({ session: this.sessionId })
+          this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined)
+        }
+        return
+      }
+      case 'tool_call': {
+        await this.coalescer.flush()
+        const message = await addMessage(this.deps.store, {
+          id: randomUUID(),
+          sessionId: this.sessionId,
+          turnId: this.#turnId,
+          author: 'AGENT',
+          kind: 'TOOL_CALL',
+          content: update.title,
+          status: TOOL_STATUS[update.status ?? 'pending'] ?? 'PENDING',
+          toolCallId: update.toolCallId,
+          metadata: JSON.stringify({ kind: update.kind ?? 'other' }),
+        })
+        this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
+        return
+      }
+      case 'tool_call_update': {
+        await this.coalescer.flush()
+        const existing = await findToolCallMessage(this.deps.store, this.sessionId, update.toolCallId)
+        if (!existing) return
+        const message = await updateMessage(this.deps.store, existing.id, {
+          ...(update.status && { status: TOOL_STATUS[update.status] ?? existing.status }),
+          ...(update.title && { content: update.title }),
+        })
+        this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId: message.id, version: message.version })
+        return
+      }
+      case 'config_option_update': {
+        const model = update.configOptions.find((o) => o.category === 'model' && o.type === 'select')
+        if (!model || model.type !== 'select') return
+        const options = (model.options as { value?: string; name: string }[]).filter((o) => typeof o.value === 'string')
+        await updateSession(this.deps.store, this.sessionId, {
+          currentModelId: model.currentValue,
+          availableModels: options.map((o) => ({ id: o.value!, name: o.name })),
+        })
+        this.#publish({ type: 'SessionModelsUpdated', sessionId: this.sessionId })
+        return
+      }
+      default:
+        return
+    }
+  }
+
+  async #turnEnded(input: Extract<AgentInput, { type: 'turnEnd' }>): Promise<void> {
+    await this.coalescer.flush()
+    if (input.error !== undefined && !(input.error instanceof RequestError && this.#isSessionError(input.error))) {
+      // The connection broke: the process is gone or going. The 'exited' input finalizes it.
+      if (!this.agent.stopping) await this.#crashed('Agent connection closed mid-turn.')
+      return
+    }
+    const { store } = this.deps
+    if (input.error instanceof RequestError) {
+      const data = input.error.data as SessionErrorData
+      const now = store.now()
+      await setSessionError(store, this.sessionId, {
+        code: data.code,
+        message: input.error.message,
+        stamp: randomUUID(),
+        occurredAt: now,
+      })
+    }
+    const turn = await completeTurn(store, input.turnId, input.response?.stopReason ?? 'error')
+    this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
+    this.#turnId = undefined
+    if (!this.agent.stopping) await this.#setState('WAITING_FOR_INPUT')
+    await this.#dispatchNext()
+  }
+
+  #isSessionError(error: RequestError): boolean {
+    const data = error.data as Partial<SessionErrorData> | undefined
+    return typeof data?.code === 'string' && data.code.length > 0
+  }
+
+  async #crashed(reason: string): Promise<void> {
+    if (this.#finished || this.agent.stopping) return
+    this.deps.logger.warn({ sessionId: this.sessionId, action: 'agent.crash' }, reason)
+    await setSessionError(this.deps.store, this.sessionId, {
+      code: 'agent_crashed',
+      message: reason,
+      stamp: randomUUID(),
+      occurredAt: this.deps.store.now(),
+    })
+    void this.agent.stop()
+    await this.#finish('FAILED', 'crashed')
+  }
+
+  async #finish(state: SessionState | null, stopReason: string): Promise<void> {
+    if (this.#finished) return
+    this.#finished = true
+    const { store } = this.deps
+    await this.coalescer.flush()
+    for (const responder of this.#responders.values()) responder.respond(null)
+    this.#responders.clear()
+    this.#queue = []
+    this.#subagents.clear()
+    if (state !== null) {
+      for (const turn of await openTurns(store, this.sessionId)) {
+        await completeTurn(store, turn.id, stopReason)
+        this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
+      }
+      await cancelPendingRequests(store, this.sessionId)
+      await updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })
+      this.#publishState(state)
+    }
+    this.#turnId = undefined
+    this.deps.metrics.forget(this.sessionId, this.coalescer.stats)
+    this.deps.onFinished(this)
+  }
+
+  async #setState(state: SessionState): Promise<void> {
+    await updateSession(this.deps.store, this.sessionId, { state })
+    this.#publishState(state)
+  }
+
+  #publishState(state: string): void {
+    this.#publish({ type: 'SessionStateChanged', sessionId: this.sessionId, state })
+  }
+
+  async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
+    const pendingId = randomUUID()
+    const message = await addMessage(this.deps.store, {
+      id: randomUUID(),
+      sessionId: this.sessionId,
+      turnId: this.#turnId,
+      author: 'AGENT',
+      kind,
+      content,
+      status: 'PENDING',
+      pendingId,
+      metadata: JSON.stringify(metadata),
+    })
+    this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
+    return pendingId
+  }
+
+  async #createStreamMessage(kind: StreamKind, text: string): Promise<string> {
+    const message = await addMessage(this.deps.store, {
+      id: randomUUID(),
+      sessionId: this.sessionId,
+      turnId: this.#turnId,
+      author: 'AGENT',
+      kind,
+      content: text,
+      status: 'IN_PROGRESS',
+    })
+    this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
+    return message.id
+  }
+
+  async #updateStreamMessage(messageId: string, content: string): Promise<void> {
+    const message = await updateMessage(this.deps.store, messageId, { content })
+    this.deps.metrics.publications.inc({ session: this.sessionId })
+    this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId, version: message.version })
+  }
+
+  #publish(payload: SessionEventPayload): void {
+    this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
+    })
+  }
+}

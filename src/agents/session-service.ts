@@ -1,0 +1,269 @@
+import { mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { randomUUID } from 'node:crypto'
+import type { AgentProfile } from '../config/config.ts'
+import type { Logger } from '../observability/logger.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
+import type { Store } from '../store/store.ts'
+import {
+  acceptUserPrompt,
+  clearLaunchError,
+  clearSessionError,
+  completeTurn,
+  createSession,
+  deleteSession,
+  findMessage,
+  findPendingRequest,
+  setLaunchError,
+  setSessionError,
+  startTurn,
+  updateMessage,
+  updateSession,
+} from '../store/runtime.ts'
+import type { RecoveryAction } from '../summary/types.ts'
+import { AgentLaunchError, AgentProcess } from './agent-process.ts'
+import type { AgentMetrics } from './agent-metrics.ts'
+import type { Scheduler } from './coalescer.ts'
+import { branchExists } from './launch-checks.ts'
+import { SessionRuntime } from './session-runtime.ts'
+
+/** A failure the client caused or can fix; `code` becomes extensions.code. */
+export class SessionOperationError extends Error {
+  constructor(
+    readonly code: 'BAD_USER_INPUT' | 'CONFLICT' | 'NOT_FOUND',
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message)
+  }
+}
+
+const RESUMABLE = new Set(['CANCELLED', 'FAILED', 'COMPLETED', 'WAITING_FOR_INPUT', 'IDLE', 'CREATED'])
+
+/**
+ * Sessions and their agents: launch, prompt (idempotent by client message id), answer pending
+ * requests, stop, resume, delete. One AgentProcess per live session, on this instance.
+ */
+export class SessionService {
+  readonly #runtimes = new Map<string, SessionRuntime>()
+  readonly #launching = new Map<string, Promise<SessionRuntime>>()
+
+  constructor(
+    private readonly deps: {
+      store: Store
+      pubsub: PubSub
+      logger: Logger
+      metrics: AgentMetrics
+      profiles: Map<string, AgentProfile>
+      scheduler?: Scheduler
+    },
+  ) {}
+
+  runtime(sessionId: string): SessionRuntime | undefined {
+    return this.#runtimes.get(sessionId)
+  }
+
+  /** Launches an agent for the task. Failures before a session exists become the task's launch error. */
+  async startSession(input: { taskId: string; agentProfile: string; prompt?: string | null; clientMessageId?: string | null }) {
+    const { store } = this.deps
+    const task = await store.db.task.findUniqueOrThrow({ where: { id: input.taskId }, include: { repositories: { orderBy: { position: 'asc' } } } })
+    const profile = this.deps.profiles.get(input.agentProfile)
+    if (!profile)
+      return this.#launchFailed(task.id, null, 'unknown_agent_profile', `Unknown agent profile ${input.agentProfile}.`, ['RETRY_DEFAULT'])
+    for (const repository of task.repositories)
+      if (repository.localPath && repository.baseBranch && !(await branchExists(repository.localPath, repository.baseBranch)))
+        return this.#launchFailed(
+          task.id,
+          repository.id,
+          'missing_base_branch',
+          `Base branch ${repository.baseBranch} does not exist in ${repository.name}.`,
+          ['PICK_BASE_BRANCH', 'RETRY_DEFAULT'],
+        )
+    const cwd = task.repositories.find((r) => r.localPath)?.localPath ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
+    let agent: AgentProcess
+    try {
+      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger })
+    } catch (error) {
+      if (error instanceof AgentLaunchError)
+        return this.#launchFailed(task.id, null, error.code, error.message, ['RETRY_DEFAULT'])
+      throw error
+    }
+    const session = await createSession(store, { taskId: task.id, agentProfile: input.agentProfile, state: 'STARTING', workingDirectory: cwd })
+    await updateSession(store, session.id, { acpSessionId: agent.acpSessionId })
+    this.#attach(session.id, agent)
+    await clearLaunchError(store, task.id)
+    let ready = await updateSession(store, session.id, { state: 'WAITING_FOR_INPUT' })
+    this.#publishState(session.id, 'WAITING_FOR_INPUT')
+    if (input.prompt) {
+      await this.addMessage({ taskId: task.id, sessionId: session.id, clientMessageId: input.clientMessageId ?? randomUUID(), content: input.prompt })
+      ready = await store.db.session.findUniqueOrThrow({ where: { id: session.id } })
+    }
+    return ready
+  }
+
+  async #launchFailed(taskId: string, taskRepositoryId: string | null, category: string, message: string, actions: RecoveryAction[]): Promise<never> {
+    const stamp = randomUUID()
+    await setLaunchError(this.deps.store, taskId, { stamp, message, category, recoveryActions: actions, taskRepositoryId })
+    this.deps.logger.info({ taskId, category, action: 'session.launch' }, 'launch failed before a session existed')
+    throw new SessionOperationError('BAD_USER_INPUT', message, { launchError: { category, stamp, recoveryActions: actions } })
+  }
+
+  #attach(sessionId: string, agent: AgentProcess): SessionRuntime {
+    const runtime = new SessionRuntime(sessionId, agent, {
+      ...this.deps,
+      onFinished: (finished) => {
+        if (this.#runtimes.get(sessionId) === finished) this.#runtimes.delete(sessionId)
+      },
+    })
+    this.#runtimes.set(sessionId, runtime)
+    return runtime
+  }
+
+  /**
+   * The runtime of a session, relaunching its agent on demand (after a restart or a stop): that
+   * records a lifecycle-only turn, which moves no activity time.
+   */
+  async #ensureRuntime(sessionId: string): Promise<SessionRuntime> {
+    const live = this.#runtimes.get(sessionId)
+    if (live) return live
+    const pending = this.#launching.get(sessionId)
+    if (pending) return pending
+    const launch = this.#relaunch(sessionId).finally(() => this.#launching.delete(sessionId))
+    this.#launching.set(sessionId, launch)
+    return launch
+  }
+
+  async #relaunch(sessionId: string): Promise<SessionRuntime> {
+    const { store } = this.deps
+    const session = await store.db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: { include: { repositories: true } } } })
+    const profile = this.deps.profiles.get(session.agentProfile)
+    if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${session.agentProfile} is not configured.`)
+    await updateSession(store, sessionId, { state: 'STARTING' })
+    this.#publishState(sessionId, 'STARTING')
+    const cwd = session.workingDirectory ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
+    const boot = await startTurn(store, { sessionId, lifecycleOnly: true })
+    let agent: AgentProcess
+    try {
+      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger, resumeAcpSessionId: session.acpSessionId })
+    } catch (error) {
+      await completeTurn(store, boot.id, 'agent_boot_failed')
+      await setSessionError(store, sessionId, { code: 'agent_start_failed', message: (error as Error).message, stamp: randomUUID(), occurredAt: store.now() })
+      await updateSession(store, sessionId, { state: 'FAILED' })
+      this.#publishState(sessionId, 'FAILED')
+      throw new SessionOperationError('CONFLICT', `The agent could not be started: ${(error as Error).message}`)
+    }
+    await completeTurn(store, boot.id, 'agent_boot')
+    await updateSession(store, sessionId, { acpSessionId: agent.acpSessionId, state: 'WAITING_FOR_INPUT' })
+    await clearLaunchError(store, session.taskId)
+    this.#publishState(sessionId, 'WAITING_FOR_INPUT')
+    return this.#attach(sessionId, agent)
+  }
+
+  /**
+   * Idempotent by client message id: the first accepted request owns the id; a retry in the
+   * same task returns the stored message (replayed) and skips state transitions, turn start,
+   * creation and dispatch; the id in another task is a CONFLICT.
+   */
+  async addMessage(input: { taskId: string; sessionId: string; clientMessageId: string; content: string }) {
+    const { store } = this.deps
+    const existing = await findMessage(store, input.clientMessageId)
+    if (existing) return this.#replay(existing, input)
+    const session = await store.db.session.findUnique({ where: { id: input.sessionId } })
+    if (!session || session.taskId !== input.taskId) throw new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
+    if (session.state === 'STARTING' && !this.#runtimes.has(session.id) && !this.#launching.has(session.id))
+      throw new SessionOperationError('CONFLICT', 'The session is starting on another server instance.')
+    const accepted = await acceptUserPrompt(store, { id: input.clientMessageId, sessionId: session.id, content: input.content })
+    if (!accepted) {
+      // Lost the race to a concurrent request with the same id (here or on another instance).
+      const winner = await findMessage(store, input.clientMessageId)
+      if (!winner) throw new SessionOperationError('CONFLICT', 'The message id is being used by another request.')
+      return this.#replay(winner, input)
+    }
+    this.deps.pubsub
+      .publish('session', session.id, { type: 'MessageAdded', sessionId: session.id, messageId: accepted.message.id })
+      .catch(() => undefined)
+    const runtime = await this.#ensureRuntime(session.id)
+    runtime.enqueuePrompt(accepted.turn.id, input.content)
+    return { message: accepted.message, replayed: false }
+  }
+
+  #replay(message: { taskId: string }, input: { taskId: string; clientMessageId: string }) {
+    if (message.taskId !== input.taskId)
+      throw new SessionOperationError('CONFLICT', `clientMessageId ${input.clientMessageId} is already used in another task.`)
+    return { message: message as Awaited<ReturnType<typeof findMessage>> & object, replayed: true }
+  }
+
+  async respond(sessionId: string, pendingId: string, kind: 'PERMISSION_REQUEST' | 'CLARIFICATION', answer: { optionId?: string; text?: string }) {
+    const { store } = this.deps
+    const request = await findPendingRequest(store, sessionId, pendingId)
+    if (!request || request.kind !== kind) throw new SessionOperationError('NOT_FOUND', `No ${kind === 'CLARIFICATION' ? 'clarification' : 'permission request'} ${pendingId} in session ${sessionId}.`)
+    if (request.status !== 'PENDING') throw new SessionOperationError('CONFLICT', `Request ${pendingId} is already ${request.status}.`)
+    if (kind === 'PERMISSION_REQUEST') {
+      const options = (JSON.parse(request.metadata ?? '{}') as { options?: { id: string; kind: string }[] }).options ?? []
+      if (!options.some((o) => o.id === answer.optionId))
+        throw new SessionOperationError('BAD_USER_INPUT', `optionId must be one of: ${options.map((o) => o.id).join(', ')}.`)
+    }
+    const runtime = this.#runtimes.get(sessionId)
+    if (!runtime || !(await runtime.respond(pendingId, answer)))
+      throw new SessionOperationError('CONFLICT', 'The agent that asked is no longer running; resume the session.')
+    const status =
+      kind === 'CLARIFICATION' ? 'ANSWERED' : (answer.optionId ?? '').startsWith('reject') ? 'REJECTED' : 'APPROVED'
+    const updated = await updateMessage(store, request.id, { status })
+    this.deps.pubsub
+      .publish('session', sessionId, { type: 'MessageUpdated', sessionId, messageId: updated.id, version: updated.version })
+      .catch(() => undefined)
+    return updated
+  }
+
+  async stopSession(sessionId: string) {
+    const runtime = this.#runtimes.get(sessionId)
+    if (runtime) await runtime.stop('CANCELLED')
+    else {
+      await updateSession(this.deps.store, sessionId, { state: 'CANCELLED', activeSubagentCount: 0 })
+      this.#publishState(sessionId, 'CANCELLED')
+    }
+    return this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+  }
+
+  async resumeSession(sessionId: string) {
+    const session = await this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+    if (!this.#runtimes.has(sessionId)) {
+      if (!RESUMABLE.has(session.state)) throw new SessionOperationError('CONFLICT', `A ${session.state} session cannot be resumed.`)
+      await this.#ensureRuntime(sessionId)
+    }
+    return this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+  }
+
+  async deleteSession(sessionId: string) {
+    const runtime = this.#runtimes.get(sessionId)
+    if (runtime) await runtime.stop(null)
+    await deleteSession(this.deps.store, sessionId)
+  }
+
+  async dismissSessionError(sessionId: string) {
+    const session = await clearSessionError(this.deps.store, sessionId)
+    this.#publishState(sessionId, session.state)
+    return session
+  }
+
+  /** Moving a task to a terminal step completes its sessions. */
+  async completeTaskSessions(taskId: string) {
+    const sessions = await this.deps.store.db.session.findMany({ where: { taskId, state: { in: ['CREATED', 'STARTING', 'RUNNING', 'WAITING_FOR_INPUT', 'IDLE'] } } })
+    for (const session of sessions) {
+      const runtime = this.#runtimes.get(session.id)
+      if (runtime) await runtime.stop('COMPLETED')
+      else await updateSession(this.deps.store, session.id, { state: 'COMPLETED' })
+    }
+  }
+
+  /** Shutdown: pending content is written, then every agent process ends. */
+  async shutdown(): Promise<void> {
+    await Promise.allSettled([...this.#launching.values()])
+    await Promise.allSettled([...this.#runtimes.values()].map((r) => r.stop(null)))
+  }
+
+  #publishState(sessionId: string, state: string) {
+    this.deps.pubsub.publish('session', sessionId, { type: 'SessionStateChanged', sessionId, state }).catch(() => undefined)
+  }
+}

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest'
+import { SessionCoalescer, type CoalescerSink, type Scheduler } from '../../src/agents/coalescer.ts'
+
+/** Timers that fire only when the test advances time: deterministic windows. */
+function manualScheduler() {
+  let now = 0
+  const timers = new Map<number, { at: number; fn: () => void }>()
+  let next = 1
+  const scheduler: Scheduler = {
+    setTimeout(fn, ms) {
+      const id = next++
+      timers.set(id, { at: now + ms, fn })
+      return id
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number)
+    },
+  }
+  return {
+    scheduler,
+    get now() {
+      return now
+    },
+    advance(ms: number) {
+      now += ms
+      for (const [id, timer] of [...timers].sort((a, b) => a[1].at - b[1].at))
+        if (timer.at <= now) {
+          timers.delete(id)
+          timer.fn()
+        }
+    },
+  }
+}
+
+function recordingSink(clock: { now: number }) {
+  const writes: { op: 'create' | 'update'; id: string; content: string; at: number; kind?: string }[] = []
+  let ids = 0
+  const stored = new Map<string, string>()
+  const sink: CoalescerSink = {
+    async create(kind, text) {
+      const id = `m${++ids}`
+      stored.set(id, text)
+      writes.push({ op: 'create', id, content: text, at: clock.now, kind })
+      return id
+    },
+    async update(id, content) {
+      stored.set(id, content)
+      writes.push({ op: 'update', id, content, at: clock.now })
+    },
+  }
+  return { sink, writes, stored }
+}
+
+describe('SessionCoalescer (100 ms windows, injected timers)', () => {
+  it('creates the record on the first non-empty chunk at once, without waiting for a window', async () => {
+    const time = manualScheduler()
+    const { sink, writes } = recordingSink(time)
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    c.chunk('REASONING', '')
+    c.chunk('REASONING', 'a')
+    await Promise.resolve()
+    await new Promise((r) => setImmediate(r))
+    expect(writes).toEqual([{ op: 'create', id: 'm1', content: 'a', at: 0, kind: 'REASONING' }])
+  })
+
+  it('publishes adjacent chunks at most once per 100 ms window, content exact and in order', async () => {
+    const time = manualScheduler()
+    const { sink, writes, stored } = recordingSink(time)
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    let expected = ''
+    for (let i = 0; i < 3000; i++) {
+      c.chunk('REASONING', `${i};`)
+      expected += `${i};`
+      if (i % 100 === 99) time.advance(7) // 3000 chunks over 210 ms of fake time
+    }
+    await c.flush()
+    const updates = writes.filter((w) => w.op === 'update')
+    for (let i = 1; i < updates.length - 1; i++) expect(updates[i]!.at - updates[i - 1]!.at).toBeGreaterThanOrEqual(100)
+    // 210 ms of streaming: 2 window publications plus the barrier's.
+    expect(updates.length).toBeLessThanOrEqual(3)
+    expect(stored.get('m1')).toBe(expected)
+    expect(c.stats).toMatchObject({ received: 3000, coalesced: 2999 })
+  })
+
+  it('flushes pending content before a barrier, and a new message after the barrier gets its own record', async () => {
+    const time = manualScheduler()
+    const { sink, writes } = recordingSink(time)
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    c.chunk('MESSAGE', 'Hel')
+    c.chunk('MESSAGE', 'lo')
+    await c.flush() // e.g. a tool call arrives
+    c.chunk('MESSAGE', 'after')
+    await c.flush()
+    expect(writes.map((w) => [w.op, w.id, w.content])).toEqual([
+      ['create', 'm1', 'Hel'],
+      ['update', 'm1', 'Hello'],
+      ['create', 'm2', 'after'],
+    ])
+  })
+
+  it('starts a new record when the kind or the agent message id changes, flushing the previous one first', async () => {
+    const time = manualScheduler()
+    const { sink, writes } = recordingSink(time)
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    c.chunk('REASONING', 'think ')
+    c.chunk('REASONING', 'more')
+    c.chunk('MESSAGE', 'answer', 'x')
+    c.chunk('MESSAGE', ' two', 'y')
+    await c.flush()
+    expect(writes.map((w) => [w.op, w.id, w.content])).toEqual([
+      ['create', 'm1', 'think '],
+      ['update', 'm1', 'think more'],
+      ['create', 'm2', 'answer'],
+      ['create', 'm3', ' two'],
+    ])
+  })
+
+  it('writes nothing extra when nothing is pending at a barrier', async () => {
+    const time = manualScheduler()
+    const { sink, writes } = recordingSink(time)
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    c.chunk('MESSAGE', 'x')
+    await c.flush()
+    await c.flush()
+    time.advance(500)
+    expect(writes).toHaveLength(1)
+  })
+})
