@@ -7,6 +7,7 @@ missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
+command -v pgrep >/dev/null 2>&1 || missing+=(procps)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "installing test dependencies: ${missing[*]}"

@@ -35,3 +35,39 @@ describe('BoundedHandoff', () => {
     expect(handoff.size).toBe(0)
   })
 })
+
+describe('backpressure from the handoff to a real agent process', () => {
+  it('stops reading a noisy agent while its handoff is full, drops nothing, and stop() cancels it', async () => {
+    const { pino } = await import('pino')
+    const { AgentProcess, HANDOFF_CAPACITY } = await import('../../src/agents/agent-process.ts')
+    const { MOCK_PROFILE } = await import('../../src/agents/profiles.ts')
+    const { eventually } = await import('../support/wait.ts')
+    const agent = await AgentProcess.launch({ profile: MOCK_PROFILE, cwd: process.cwd(), logger: pino({ level: 'silent' }) })
+    const turn = agent.prompt(JSON.stringify({ script: [{ stream: { kind: 'message', count: 30000 } }] }))
+    // Nobody consumes: the queue fills to its capacity (plus at most the lines of one read).
+    await eventually(() => agent.handoff.size >= HANDOFF_CAPACITY)
+    await new Promise((r) => setTimeout(r, 300)) // give an unthrottled reader time to run away
+    const readWhileFull = agent.handoff.size
+    expect(readWhileFull).toBeLessThan(HANDOFF_CAPACITY + 1000)
+
+    let text = ''
+    for await (const input of agent.handoff.drain()) {
+      if (input.type === 'update' && input.notification.update.sessionUpdate === 'agent_message_chunk') {
+        const content = input.notification.update.content
+        if (content.type === 'text') text += content.text
+      }
+      if (text.endsWith('29999;')) break
+    }
+    await turn
+    let expected = ''
+    for (let i = 0; i < 30000; i++) expected += `${i};`
+    expect(text === expected).toBe(true)
+    expect(agent.handoff.highWater).toBeLessThan(HANDOFF_CAPACITY + 1000)
+
+    // A second flood that nobody reads: stop() still returns, cancelling the blocked reader.
+    void agent.prompt(JSON.stringify({ script: [{ stream: { kind: 'message', count: 30000 } }] })).catch(() => undefined)
+    await eventually(() => agent.handoff.size >= HANDOFF_CAPACITY)
+    await agent.stop()
+    expect(agent.stopping).toBe(true)
+  })
+})

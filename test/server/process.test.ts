@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { emptyDatabase, PROVIDERS, tempDir } from '../support/databases.ts'
@@ -67,6 +67,32 @@ describe.each(PROVIDERS)('the server process (%s)', (provider) => {
     expect((await viewer(port, token!)).data?.viewer.user.name).toBe('admin')
     second.child.kill('SIGINT')
     expect(await second.exited).toBe(0)
+  })
+})
+
+describe('agent processes at shutdown', () => {
+  it('SIGTERM ends every agent child process and exits 0', async () => {
+    const port = await freePort()
+    const adminToken = 'shutdown-admin-token-0123456789'
+    const run = startProcess({ ADMIN_TOKEN: adminToken, PORT: String(port), DATABASE_URL: `file:${path.join(tempDir('shutdown'), 'app.db')}` })
+    await run.listening
+    const gql = async (query: string) =>
+      (await (
+        await fetch(`http://127.0.0.1:${port}/graphql`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${adminToken}` },
+          body: JSON.stringify({ query }),
+        })
+      ).json()) as { data: Record<string, { id: string }> }
+    const workspace = (await gql('mutation { createWorkspace(name: "w") { id } }')).data.createWorkspace!.id
+    const task = (await gql(`mutation { createTask(input: { workspaceId: "${workspace}", title: "t" }) { id } }`)).data.createTask!.id
+    await gql(`mutation { startSession(input: { taskId: "${task}" }) { id } }`)
+    await gql(`mutation { startSession(input: { taskId: "${task}" }) { id } }`)
+    const agents = execFileSync('pgrep', ['-P', String(run.child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number)
+    expect(agents).toHaveLength(2)
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+    for (const pid of agents) expect(() => process.kill(pid, 0)).toThrow(/ESRCH/)
   })
 })
 

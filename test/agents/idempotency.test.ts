@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { migratedDatabase } from '../support/databases.ts'
+import { startTestServer, type TestServer } from '../support/server.ts'
+import { http, ok } from '../support/client.ts'
+import { eventually } from '../support/wait.ts'
+import {
+  AddMessageDocument,
+  CreateTaskDocument,
+  CreateUserDocument,
+  CreateWorkspaceDocument,
+  StartSessionDocument,
+  UpdateTaskDocument,
+  WorkflowDocument,
+} from '../generated/graphql.ts'
+
+describe('addMessage across two server instances on one PostgreSQL', () => {
+  let a: TestServer
+  let b: TestServer
+  let token: string
+  let workspaceId: string
+
+  beforeAll(async () => {
+    const databaseUrl = await migratedDatabase('postgres')
+    a = await startTestServer('postgres', { databaseUrl })
+    b = await startTestServer('postgres', { databaseUrl, env: { ADMIN_TOKEN: a.adminToken } })
+    token = (await ok(a.graphqlUrl, a.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
+    workspaceId = (await ok(a.graphqlUrl, token, CreateWorkspaceDocument, { name: 'pg' })).createWorkspace.id
+  })
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()])
+  })
+
+  it('100 concurrent requests with one id, split over both instances, store one message and start one turn', async () => {
+    const taskId = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'dup' } })).createTask.id
+    const sessionId = (await ok(a.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    const clientMessageId = randomUUID()
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        http((i % 2 ? b : a).graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId, content: 'once' } }),
+      ),
+    )
+    expect(results.flatMap((r) => r.errors ?? [])).toEqual([])
+    expect(results.filter((r) => r.data?.addMessage.replayed === false)).toHaveLength(1)
+    expect(await a.store.db.message.count({ where: { id: clientMessageId } })).toBe(1)
+    const turns = await a.store.db.turn.findMany({ where: { sessionId, lifecycleOnly: false } })
+    expect(turns).toHaveLength(1)
+    await eventually(async () => (await a.store.db.turn.findFirstOrThrow({ where: { id: turns[0]!.id } })).completedAt)
+  })
+
+  it('moving a task to a terminal step completes its sessions', async () => {
+    const taskId = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'finish' } })).createTask.id
+    const sessionId = (await ok(a.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    const done = (await ok(a.graphqlUrl, token, WorkflowDocument, { workspaceId })).workflow.steps.find((s) => s.terminal)!
+    await ok(a.graphqlUrl, token, UpdateTaskDocument, { id: taskId, input: { workflowStepId: done.id } })
+    expect((await a.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })).state).toBe('COMPLETED')
+    expect(a.sessions.runtime(sessionId)).toBeUndefined()
+  })
+})
