@@ -14,6 +14,7 @@ import {
   setSessionError,
   updateMessage,
   updateSession,
+  type NewMessage,
 } from '../store/runtime.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
@@ -182,18 +183,13 @@ export class SessionRuntime {
       }
       case 'tool_call': {
         await this.coalescer.flush()
-        const message = await addMessage(this.deps.store, {
-          id: randomUUID(),
-          sessionId: this.sessionId,
-          turnId: this.#turnId,
-          author: 'AGENT',
+        await this.#agentMessage({
           kind: 'TOOL_CALL',
           content: update.title,
           status: TOOL_STATUS[update.status ?? 'pending'] ?? 'PENDING',
           toolCallId: update.toolCallId,
           metadata: JSON.stringify({ kind: update.kind ?? 'other' }),
         })
-        this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
         return
       }
       case 'tool_call_update': {
@@ -298,35 +294,27 @@ export class SessionRuntime {
     this.#publish({ type: 'SessionStateChanged', sessionId: this.sessionId, state })
   }
 
-  async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
-    const pendingId = randomUUID()
+  /** Stores an agent message of the current turn and announces it. */
+  async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
     const message = await addMessage(this.deps.store, {
       id: randomUUID(),
       sessionId: this.sessionId,
       turnId: this.#turnId,
       author: 'AGENT',
-      kind,
-      content,
-      status: 'PENDING',
-      pendingId,
-      metadata: JSON.stringify(metadata),
+      ...fields,
     })
     this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
+    return message
+  }
+
+  async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
+    const pendingId = randomUUID()
+    await this.#agentMessage({ kind, content, status: 'PENDING', pendingId, metadata: JSON.stringify(metadata) })
     return pendingId
   }
 
   async #createStreamMessage(kind: StreamKind, text: string): Promise<string> {
-    const message = await addMessage(this.deps.store, {
-      id: randomUUID(),
-      sessionId: this.sessionId,
-      turnId: this.#turnId,
-      author: 'AGENT',
-      kind,
-      content: text,
-      status: 'IN_PROGRESS',
-    })
-    this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
-    return message.id
+    return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' })).id
   }
 
   async #updateStreamMessage(messageId: string, content: string): Promise<void> {

@@ -22,6 +22,8 @@ import {
   updateSession,
 } from '../store/runtime.ts'
 import type { RecoveryAction } from '../summary/types.ts'
+import { findSession, getSession, unfinishedSessionsOfTask } from '../store/sessions.ts'
+import { getTaskWithRepositories } from '../store/tasks.ts'
 import { AgentLaunchError, AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import type { Scheduler } from './coalescer.ts'
@@ -67,7 +69,7 @@ export class SessionService {
   /** Launches an agent for the task. Failures before a session exists become the task's launch error. */
   async startSession(input: { taskId: string; agentProfile: string; prompt?: string | null; clientMessageId?: string | null }) {
     const { store } = this.deps
-    const task = await store.db.task.findUniqueOrThrow({ where: { id: input.taskId }, include: { repositories: { orderBy: { position: 'asc' } } } })
+    const task = await getTaskWithRepositories(store, input.taskId)
     const profile = this.deps.profiles.get(input.agentProfile)
     if (!profile)
       return this.#launchFailed(task.id, null, 'unknown_agent_profile', `Unknown agent profile ${input.agentProfile}.`, ['RETRY_DEFAULT'])
@@ -97,7 +99,7 @@ export class SessionService {
     this.#publishState(session.id, 'WAITING_FOR_INPUT')
     if (input.prompt) {
       await this.addMessage({ taskId: task.id, sessionId: session.id, clientMessageId: input.clientMessageId ?? randomUUID(), content: input.prompt })
-      ready = await store.db.session.findUniqueOrThrow({ where: { id: session.id } })
+      ready = await getSession(store, session.id)
     }
     return ready
   }
@@ -136,7 +138,7 @@ export class SessionService {
 
   async #relaunch(sessionId: string): Promise<SessionRuntime> {
     const { store } = this.deps
-    const session = await store.db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { task: { include: { repositories: true } } } })
+    const session = await getSession(store, sessionId)
     const profile = this.deps.profiles.get(session.agentProfile)
     if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${session.agentProfile} is not configured.`)
     await updateSession(store, sessionId, { state: 'STARTING' })
@@ -169,7 +171,7 @@ export class SessionService {
     const { store } = this.deps
     const existing = await findMessage(store, input.clientMessageId)
     if (existing) return this.#replay(existing, input)
-    const session = await store.db.session.findUnique({ where: { id: input.sessionId } })
+    const session = await findSession(store, input.sessionId)
     if (!session || session.taskId !== input.taskId) throw new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
     if (session.state === 'STARTING' && !this.#runtimes.has(session.id) && !this.#launching.has(session.id))
       throw new SessionOperationError('CONFLICT', 'The session is starting on another server instance.')
@@ -223,16 +225,16 @@ export class SessionService {
       await updateSession(this.deps.store, sessionId, { state: 'CANCELLED', activeSubagentCount: 0 })
       this.#publishState(sessionId, 'CANCELLED')
     }
-    return this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+    return getSession(this.deps.store, sessionId)
   }
 
   async resumeSession(sessionId: string) {
-    const session = await this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+    const session = await getSession(this.deps.store, sessionId)
     if (!this.#runtimes.has(sessionId)) {
       if (!RESUMABLE.has(session.state)) throw new SessionOperationError('CONFLICT', `A ${session.state} session cannot be resumed.`)
       await this.#ensureRuntime(sessionId)
     }
-    return this.deps.store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+    return getSession(this.deps.store, sessionId)
   }
 
   async deleteSession(sessionId: string) {
@@ -249,7 +251,7 @@ export class SessionService {
 
   /** Moving a task to a terminal step completes its sessions. */
   async completeTaskSessions(taskId: string) {
-    const sessions = await this.deps.store.db.session.findMany({ where: { taskId, state: { in: ['CREATED', 'STARTING', 'RUNNING', 'WAITING_FOR_INPUT', 'IDLE'] } } })
+    const sessions = await unfinishedSessionsOfTask(this.deps.store, taskId)
     for (const session of sessions) {
       const runtime = this.#runtimes.get(session.id)
       if (runtime) await runtime.stop('COMPLETED')

@@ -3,6 +3,7 @@
 // re-derives the task's summary from these records.
 import type { Store, SourceEventKind } from './store.ts'
 import type { SessionState } from '../summary/types.ts'
+import type { GitObservation } from '../summary/inputs.ts'
 
 async function workspaceOf({ db }: Store, taskId: string): Promise<string> {
   return (await db.task.findUniqueOrThrow({ where: { id: taskId }, select: { workspaceId: true } })).workspaceId
@@ -209,17 +210,7 @@ export async function deleteMessage(store: Store, messageId: string) {
   return message
 }
 
-export interface GitObservationInput {
-  sessionId: string
-  taskRepositoryId: string
-  additions: number
-  deletions: number
-  changedFiles: number
-  ahead: number
-  behind: number
-  comparisonUnavailable: boolean
-  observedAt?: Date
-}
+export type GitObservationInput = Omit<GitObservation, 'observedAt'> & { observedAt?: Date }
 
 /** The latest observation per session + repository (a keyed upsert: siblings are untouched). */
 export async function recordGitObservation(store: Store, o: GitObservationInput) {

@@ -38,3 +38,18 @@ export function gitOfSessions({ db }: Store, sessionIds: readonly string[]) {
     orderBy: [{ sessionId: 'asc' }, { taskRepositoryId: 'asc' }],
   })
 }
+
+export function findSession({ db }: Store, id: string) {
+  return db.session.findUnique({ where: { id } })
+}
+
+export function getSession({ db }: Store, id: string) {
+  return db.session.findUniqueOrThrow({ where: { id } })
+}
+
+/** Sessions of a task that are not in a final state. */
+export function unfinishedSessionsOfTask({ db }: Store, taskId: string) {
+  return db.session.findMany({
+    where: { taskId, state: { in: ['CREATED', 'STARTING', 'RUNNING', 'WAITING_FOR_INPUT', 'IDLE'] } },
+  })
+}

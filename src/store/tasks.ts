@@ -159,3 +159,7 @@ export async function taskIdsPage({ db }: Store, after: string | undefined, size
   })
   return rows.map((t) => t.id)
 }
+
+export function getTaskWithRepositories({ db }: Store, taskId: string) {
+  return db.task.findUniqueOrThrow({ where: { id: taskId }, include: { repositories: { orderBy: { position: 'asc' } } } })
+}

@@ -1,19 +1,8 @@
 import type { PullRequestObservation } from './inputs.ts'
-import type { PullRequestAggregateState, PullRequestSummary } from './types.ts'
+import { PULL_REQUEST_AGGREGATE_STATES, type PullRequestAggregateState, type PullRequestSummary } from './types.ts'
 
-/** Most attention-worthy first: the order the aggregate and the representative use. */
-const ATTENTION: PullRequestAggregateState[] = [
-  'FAILURE',
-  'BLOCKED',
-  'PENDING',
-  'AWAITING_REVIEW',
-  'READY',
-  'PASSING',
-  'DRAFT',
-  'MERGED',
-  'CLOSED',
-  'NEUTRAL',
-]
+/** PULL_REQUEST_AGGREGATE_STATES is ordered most attention-worthy first. */
+const ATTENTION = PULL_REQUEST_AGGREGATE_STATES
 const rank = (state: PullRequestAggregateState) => ATTENTION.indexOf(state)
 
 const isOpen = (pr: PullRequestObservation) => pr.state === 'OPEN'

@@ -15,6 +15,7 @@ export type SessionState = (typeof SESSION_STATES)[number]
 export const RECOVERY_ACTIONS = ['RETRY_DEFAULT', 'PICK_BASE_BRANCH', 'MARK_REVIEW_DONE', 'RESUME_SESSION'] as const
 export type RecoveryAction = (typeof RECOVERY_ACTIONS)[number]
 
+/** Ordered most attention-worthy first: the aggregate and the representative follow this order. */
 export const PULL_REQUEST_AGGREGATE_STATES = [
   'FAILURE',
   'BLOCKED',
