@@ -29,3 +29,12 @@ export async function requireReadableTask(ctx: Context, taskId: string) {
   await requireWorkspaceMember(ctx, task.workspaceId)
   return task
 }
+
+/** Loads a session the caller may read (null when unknown), or throws FORBIDDEN. */
+export async function requireReadableSession(ctx: Context, sessionId: string) {
+  requirePrincipal(ctx)
+  const session = await ctx.loaders.session.load(sessionId)
+  if (!session) return null
+  await requireReadableTask(ctx, session.taskId)
+  return session
+}

@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
 import type { SessionService } from '../agents/session-service.ts'
+import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { Principal } from '../store/users.ts'
@@ -17,6 +18,9 @@ export interface Context {
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
   connectionId?: string
+  connection?: ConnectionScope
+  /** Set by a subscription resolver for the result it is producing (delivery class and key). */
+  deliveryTag?: DeliveryTag
 }
 
 export interface ContextServices {
@@ -27,6 +31,6 @@ export interface ContextServices {
   logger: Logger
 }
 
-export function buildContext(services: ContextServices, principal: Principal | null, connectionId?: string): Context {
-  return { ...services, principal, connectionId, loaders: createLoaders(services, principal?.userId) }
+export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {
+  return { ...services, principal, connectionId: connection?.id, connection, loaders: createLoaders(services, principal?.userId) }
 }

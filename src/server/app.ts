@@ -14,13 +14,14 @@ import { startTaskFeed } from '../feed/task-feed.ts'
 import { Projector } from '../projector/projector.ts'
 import { recoverAfterRestart } from '../recovery/startup-recovery.ts'
 import { createYogaServer } from './yoga.ts'
-import { attachWebSocketServer } from './websocket.ts'
+import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { handleOperationalRoute } from './http-routes.ts'
 import { Readiness } from './readiness.ts'
 import { SessionService } from '../agents/session-service.ts'
 import { agentProfiles } from '../agents/profiles.ts'
 import { createAgentMetrics } from '../agents/agent-metrics.ts'
 import type { Scheduler } from '../agents/coalescer.ts'
+import type { SchedulerLimits } from '../delivery/outbound-scheduler.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -33,6 +34,8 @@ export interface StartOptions {
   onQuery?: (sql: string) => void
   /** Timers of the stream coalescer (tests inject fake time). */
   scheduler?: Scheduler
+  /** Outbound queue limits per WebSocket connection (MAPPING.md defaults otherwise). */
+  deliveryLimits?: SchedulerLimits
 }
 
 export interface RunningServer {
@@ -42,6 +45,7 @@ export interface RunningServer {
   pubsub: PubSub
   projector: Projector
   sessions: SessionService
+  gateway: ReturnType<typeof attachDeliveryGateway>
   readiness: Readiness
   logger: Logger
   httpServer: HttpServer
@@ -98,7 +102,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachWebSocketServer({ httpServer, yoga, store, logger, metrics })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits })
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject)
@@ -137,5 +141,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, projector, sessions, readiness, logger, httpServer, close }
+  return { url, port, store, pubsub, projector, sessions, readiness, logger, httpServer, gateway: websocket, close }
 }

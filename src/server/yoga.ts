@@ -7,13 +7,14 @@ import { bearerToken } from '../auth/tokens.ts'
 import { principalForToken, type Principal } from '../store/users.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
+import type { ConnectionScope } from '../delivery/connection.ts'
 
 export const MAX_QUERY_DEPTH = 12
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
   principal: Principal | null
-  connectionId: string
+  connection: ConnectionScope
 }
 
 /** Latency per operation type and transport, and error counts by extensions.code. */
@@ -52,7 +53,7 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     },
     context: async (initial): Promise<Context> => {
       const ws = initial.websocket as WebSocketOperationContext | undefined
-      if (ws) return buildContext(services, ws.principal, ws.connectionId)
+      if (ws) return buildContext(services, ws.principal, ws.connection)
       const request = initial.request as Request
       const token = bearerToken(request.headers.get('authorization'))
       const principal = token ? await principalForToken(services.store.db, token) : null

@@ -358,3 +358,7 @@ export async function cancelPendingRequests(store: Store, sessionId: string) {
 export function openTurns({ db }: Store, sessionId: string) {
   return db.turn.findMany({ where: { sessionId, completedAt: null } })
 }
+
+export function findTurn({ db }: Store, id: string) {
+  return db.turn.findUnique({ where: { id } })
+}

@@ -11,7 +11,7 @@ import {
   DeleteTaskDocument,
   TaskDocument,
   TasksDocument,
-  RefreshSessionGitDocument,
+  SetPullRequestAutomationDocument,
   UpdateTaskDocument,
   ViewerDocument,
   WorkflowDocument,
@@ -249,7 +249,9 @@ describe.each(PROVIDERS)('workspaces and tasks over HTTP (%s)', (provider) => {
 
   it('answers a contract field of a later milestone with NOT_IMPLEMENTED, never made-up data', async () => {
     const task = (await ok(url, alice.token, CreateTaskDocument, { input: { workspaceId, title: 'later' } })).createTask
-    const result = await http(url, alice.token, RefreshSessionGitDocument, { sessionId: task.id })
+    const result = await http(url, alice.token, SetPullRequestAutomationDocument, {
+      input: { taskId: task.id, repository: 'acme/web', number: 1, autoFix: true },
+    })
     expect(errorCodes(result)).toEqual(['NOT_IMPLEMENTED'])
     expect(result.data).toBeNull()
   })

@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts'
-import { requirePrincipal } from '../authorize.ts'
-import { notImplemented } from '../../errors.ts'
+import { notFound } from '../../errors.ts'
+import { requireReadableSession } from '../authorize.ts'
 import type { GitObservationRow } from '../../store/rows.ts'
 
 type ObservationWithRepository = GitObservationRow & { repository: { name: string } }
@@ -24,9 +24,11 @@ builder.mutationField('refreshSessionGit', (t) =>
     type: [RepositoryGitStatusRef],
     description: 'Requests a fresh Git observation for the session. Changes neither focus nor subscription membership.',
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: (_root, _args, ctx) => {
-      requirePrincipal(ctx)
-      throw notImplemented('Mutation.refreshSessionGit')
+    // Answers with the latest stored observations until the Git monitor adds live ones.
+    resolve: async (_root, { sessionId }, ctx) => {
+      const session = await requireReadableSession(ctx, sessionId)
+      if (!session) throw notFound('Session', sessionId)
+      return ctx.loaders.gitOfSession.load(sessionId)
     },
   }),
 )

@@ -1,8 +1,16 @@
 import { builder } from '../builder.ts'
-import { requirePrincipal } from '../authorize.ts'
-import { notImplemented } from '../../errors.ts'
+import { createLoaders } from '../loaders.ts'
+import { notFound } from '../../errors.ts'
+import { RESYNC, type SessionEventPayload } from '../../pubsub/pubsub.ts'
+import { transformIterator } from '../../pubsub/transform.ts'
+import { findMessage, findTurn } from '../../store/runtime.ts'
+import { messagesOfSession } from '../../store/sessions.ts'
+import type { Context } from '../context.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
-import { MessageRef, SessionModelsRef, SessionRef, TurnRef } from './session.ts'
+import { requireReadableSession } from '../authorize.ts'
+import { MessageRef, SessionModelsRef, SessionRef, sessionModels, TurnRef } from './session.ts'
+
+const SNAPSHOT_MESSAGES = 100
 import { RepositoryGitStatusRef } from './git.ts'
 
 type GitStatus = (typeof RepositoryGitStatusRef)['$inferType']
@@ -104,16 +112,122 @@ const SessionEventRef = builder.unionType('SessionEvent', {
   resolveType: (event) => event.type,
 })
 
+/** Loads what one session event renders, with loaders fresh for this event; undefined skips it. */
+async function resolveSessionEvent(ctx: Context, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
+  ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
+  switch (payload.type) {
+    case 'MessageAdded':
+    case 'MessageUpdated': {
+      const message = await findMessage(ctx.store, payload.messageId)
+      return message ? { type: payload.type, message } : undefined
+    }
+    case 'MessageDeleted':
+      return { type: 'MessageDeleted', sessionId: payload.sessionId, messageId: payload.messageId }
+    case 'SessionStateChanged': {
+      const session = await ctx.loaders.session.load(payload.sessionId)
+      return session ? { type: 'SessionStateChanged', session } : undefined
+    }
+    case 'SessionModelsUpdated': {
+      const session = await ctx.loaders.session.load(payload.sessionId)
+      return session ? { type: 'SessionModelsUpdated', sessionId: session.id, models: sessionModels(session) } : undefined
+    }
+    case 'TurnStarted':
+    case 'TurnCompleted': {
+      const turn = await findTurn(ctx.store, payload.turnId)
+      return turn ? { type: payload.type, turn } : undefined
+    }
+    case 'SessionGitUpdated':
+      return { type: 'SessionGitUpdated', sessionId: payload.sessionId, git: await ctx.loaders.gitOfSession.load(payload.sessionId) }
+    case 'SessionResync':
+      return payload
+  }
+}
+
+/** Yields `first`, then `rest`; return() reaches `rest` and runs `onEnd` exactly once. */
+function startingWith<T>(first: T, rest: AsyncIterableIterator<T>, onEnd: () => void): AsyncIterableIterator<T> {
+  let sentFirst = false
+  let ended = false
+  const end = () => {
+    if (!ended) {
+      ended = true
+      onEnd()
+    }
+  }
+  const iterator: AsyncIterableIterator<T> = {
+    async next() {
+      if (!sentFirst) {
+        sentFirst = true
+        return { value: first, done: false }
+      }
+      const result = await rest.next()
+      if (result.done) end()
+      return result
+    },
+    async return() {
+      end()
+      await rest.return?.()
+      return { value: undefined, done: true }
+    },
+    async throw(error: unknown) {
+      end()
+      await rest.return?.()
+      throw error
+    },
+    [Symbol.asyncIterator]() {
+      return iterator
+    },
+  }
+  return iterator
+}
+
 builder.subscriptionField('sessionEvents', (t) =>
   t.field({
     type: SessionEventRef,
     description:
       'Session detail stream. Its first event is SessionJoined; the snapshot is sent only when this connection newly joins the session.',
     args: { sessionId: t.arg.id({ required: true }) },
-    subscribe: (_root, _args, ctx): AsyncIterable<SessionEventValue> => {
-      requirePrincipal(ctx)
-      throw notImplemented('Subscription.sessionEvents')
+    subscribe: async (_root, { sessionId }, ctx) => {
+      const session = await requireReadableSession(ctx, sessionId)
+      if (!session) throw notFound('Session', sessionId)
+      // Live events first, snapshot second: nothing that happens in between is lost.
+      const live = ctx.pubsub.subscribe('session', sessionId, {
+        onOverflow: () => RESYNC.session(sessionId, 'subscriber fell behind; events were dropped'),
+      })
+      const newlyJoined = ctx.connection ? ctx.connection.join(sessionId) : true
+      const leave = () => ctx.connection?.leave(sessionId)
+      try {
+        const snapshot = newlyJoined
+          ? { session, messages: (await messagesOfSession(ctx.store, sessionId, SNAPSHOT_MESSAGES)) ?? [] }
+          : null
+        const joined: SessionEventValue = { type: 'SessionJoined', sessionId, snapshot }
+        return startingWith(joined, transformIterator(live, (payload) => resolveSessionEvent(ctx, payload)), leave)
+      } catch (error) {
+        leave()
+        await live.return?.()
+        throw error
+      }
     },
-    resolve: (event) => event,
+    resolve: (event, _args, ctx) => {
+      ctx.deliveryTag =
+        event.type === 'MessageUpdated'
+          ? { frameClass: 'replaceable', sessionId: event.message.sessionId, key: event.message.id }
+          : { frameClass: 'semantic', sessionId: sessionOf(event) }
+      return event
+    },
   }),
 )
+
+function sessionOf(event: SessionEventValue): string {
+  switch (event.type) {
+    case 'MessageAdded':
+    case 'MessageUpdated':
+      return event.message.sessionId
+    case 'SessionStateChanged':
+      return event.session.id
+    case 'TurnStarted':
+    case 'TurnCompleted':
+      return event.turn.sessionId
+    default:
+      return event.sessionId
+  }
+}

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts'
-import { requirePrincipal, requireReadableTask } from '../authorize.ts'
+import { requireReadableSession, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
-import { badInput, clientError, notFound, notImplemented } from '../../errors.ts'
+import { badInput, clientError, notFound } from '../../errors.ts'
 import { SessionOperationError } from '../../agents/session-service.ts'
 import { messagesOfSession, turnsOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
@@ -145,15 +145,6 @@ export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
     }),
   }),
 })
-
-/** Loads a session the caller may read, or throws NOT_FOUND / FORBIDDEN. */
-export async function requireReadableSession(ctx: Context, sessionId: string) {
-  requirePrincipal(ctx)
-  const session = await ctx.loaders.session.load(sessionId)
-  if (!session) return null
-  await requireReadableTask(ctx, session.taskId)
-  return session
-}
 
 builder.objectField(TaskRef, 'sessions', (t) =>
   t.field({
@@ -336,9 +327,11 @@ builder.mutationFields((t) => ({
     type: FocusAckRef,
     description: "WebSocket only: sets this connection's focused session (Git fast monitoring). Acknowledges; replays nothing.",
     args: { sessionId: t.arg.id({ required: true }) },
-    resolve: (_root, _args, ctx): never => {
-      requirePrincipal(ctx)
-      throw notImplemented('Mutation.focusSession')
+    resolve: async (_root, { sessionId }, ctx) => {
+      if (!ctx.connection) throw badInput('focusSession is WebSocket only: it sets the focus of the connection it arrives on.')
+      await requireSession(ctx, sessionId)
+      ctx.connection.focus(sessionId)
+      return { sessionId, focused: true }
     },
   }),
 }))

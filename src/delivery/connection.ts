@@ -1,0 +1,50 @@
+/** What the schema may know about the WebSocket connection an operation arrived on. */
+export interface ConnectionScope {
+  readonly id: string
+  /** Adds one subscription to the session's membership; true when this connection newly joins. */
+  join(sessionId: string): boolean
+  /** Removes one subscription; membership ends with the connection's last one for the session. */
+  leave(sessionId: string): void
+  /** Focus (Git fast monitoring) is per connection; the last focus wins. */
+  focus(sessionId: string): void
+  readonly focusedSessionId: string | undefined
+  isMember(sessionId: string): boolean
+}
+
+/** How the scheduler must treat the next result of a subscription operation. */
+export type DeliveryTag = { frameClass: 'semantic'; sessionId?: string } | { frameClass: 'replaceable'; sessionId: string; key: string }
+
+export class ConnectionMemberships implements ConnectionScope {
+  readonly #counts = new Map<string, number>()
+  #focused: string | undefined
+
+  constructor(readonly id: string) {}
+
+  join(sessionId: string): boolean {
+    const count = this.#counts.get(sessionId) ?? 0
+    this.#counts.set(sessionId, count + 1)
+    return count === 0
+  }
+
+  leave(sessionId: string): void {
+    const count = this.#counts.get(sessionId) ?? 0
+    if (count <= 1) this.#counts.delete(sessionId)
+    else this.#counts.set(sessionId, count - 1)
+  }
+
+  focus(sessionId: string): void {
+    this.#focused = sessionId
+  }
+
+  get focusedSessionId(): string | undefined {
+    return this.#focused
+  }
+
+  isMember(sessionId: string): boolean {
+    return this.#counts.has(sessionId)
+  }
+
+  get sessions(): string[] {
+    return [...this.#counts.keys()]
+  }
+}

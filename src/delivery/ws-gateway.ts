@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto'
+import type { Server as HttpServer } from 'node:http'
+import { WebSocketServer, type WebSocket } from 'ws'
+import { makeServer, CloseCode } from 'graphql-ws'
+import { getOperationAST, GraphQLError, type ExecutionArgs } from 'graphql'
+import { bearerToken } from '../auth/tokens.ts'
+import { principalForToken, type Principal } from '../store/users.ts'
+import type { Store } from '../store/store.ts'
+import type { Logger } from '../observability/logger.ts'
+import type { Metrics } from '../observability/metrics.ts'
+import type { Context } from '../schema/context.ts'
+import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
+import { ConnectionMemberships } from './connection.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
+import { createDeliveryMetrics } from './metrics.ts'
+
+const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
+const KEEPALIVE_MS = 12_000
+
+interface Connection {
+  memberships: ConnectionMemberships
+  scheduler: OutboundScheduler
+  principal?: Principal
+  /** Operation id → its context, for subscriptions (results are classified by their tag). */
+  subscriptions: Map<string, Context>
+}
+
+type Enveloped = ReturnType<YogaServer['getEnveloped']>
+
+/**
+ * The delivery gateway: graphql-ws (makeServer) over `ws` on /graphql, with an outbound
+ * scheduler per connection. Results of queries and mutations are control frames; subscription
+ * results are semantic, except MessageUpdated (replaceable). Authentication comes from the
+ * connection_init payload; an unknown or missing token closes with 4403.
+ */
+export function attachDeliveryGateway(options: {
+  httpServer: HttpServer
+  yoga: YogaServer
+  store: Store
+  logger: Logger
+  metrics: Metrics
+  limits?: SchedulerLimits
+}) {
+  const { yoga, store, logger, metrics } = options
+  const limits = options.limits ?? DEFAULT_LIMITS
+  const connections = new Map<WebSocket, Connection>()
+  const delivery = createDeliveryMetrics(metrics.registry, () => [...connections.values()].map((c) => c.scheduler))
+  const wss = new WebSocketServer({
+    server: options.httpServer,
+    path: yoga.graphqlEndpoint,
+    handleProtocols: (protocols) => (protocols.has(GRAPHQL_TRANSPORT_WS) ? GRAPHQL_TRANSPORT_WS : false),
+  })
+
+  const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
+    execute: (args: ExecutionArgs) => (args.rootValue as Enveloped).execute(args),
+    subscribe: (args: ExecutionArgs) => (args.rootValue as Enveloped).subscribe(args),
+    onConnect: async (ctx) => {
+      const header = ctx.connectionParams?.authorization
+      const token = bearerToken(typeof header === 'string' ? header : undefined)
+      const principal = token ? await principalForToken(store.db, token) : null
+      const connection = connections.get(ctx.extra.socket)
+      if (!principal || !connection) {
+        logger.info({ action: 'ws.reject', reason: token ? 'unknown token' : 'no token' }, 'websocket refused')
+        return false
+      }
+      connection.principal = principal
+      metrics.websocketConnections.inc()
+      logger.debug({ action: 'ws.connect', client: connection.memberships.id }, 'websocket connected')
+      return true
+    },
+    onSubscribe: async (ctx, id, payload) => {
+      const connection = connections.get(ctx.extra.socket)!
+      const websocket: WebSocketOperationContext = { principal: connection.principal ?? null, connection: connection.memberships }
+      const enveloped = yoga.getEnveloped({ ...ctx, socket: ctx.extra.socket, params: payload, websocket })
+      let document
+      try {
+        document = enveloped.parse(payload.query)
+      } catch (error) {
+        // A throw here would close the whole socket (4500); a syntax error is the operation's own failure.
+        if (error instanceof GraphQLError) return [new GraphQLError(error.message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })]
+        throw error
+      }
+      const errors = enveloped.validate(enveloped.schema, document)
+      if (errors.length > 0) return errors
+      const contextValue = (await enveloped.contextFactory()) as unknown as Context
+      if (getOperationAST(document, payload.operationName)?.operation === 'subscription')
+        connection.subscriptions.set(id, contextValue)
+      return {
+        schema: enveloped.schema,
+        operationName: payload.operationName,
+        document,
+        variableValues: payload.variables,
+        contextValue,
+        rootValue: enveloped,
+      }
+    },
+  })
+
+  /** Sorts each outgoing graphql-ws frame into its delivery class. */
+  function route(connection: Connection, data: string): void {
+    const { type, id } = JSON.parse(data) as { type: string; id?: string }
+    const context = id === undefined ? undefined : connection.subscriptions.get(id)
+    if (!context) return connection.scheduler.enqueueControl(data)
+    if (type !== 'next') {
+      connection.subscriptions.delete(id!)
+      return connection.scheduler.enqueueSemantic(data, context.deliveryTag?.sessionId)
+    }
+    const tag = context.deliveryTag
+    context.deliveryTag = undefined
+    if (tag?.frameClass === 'replaceable') return connection.scheduler.enqueueReplaceable(data, tag.sessionId, tag.key)
+    connection.scheduler.enqueueSemantic(data, tag?.sessionId)
+  }
+
+  wss.on('connection', (socket, request) => {
+    const memberships = new ConnectionMemberships(randomUUID())
+    const scheduler = new OutboundScheduler(
+      {
+        get bufferedAmount() {
+          return socket.bufferedAmount
+        },
+        send: (frame, done) => socket.send(frame, () => done()),
+        close: (code, reason) => socket.close(code, reason),
+      },
+      limits,
+      {
+        replaced: () => delivery.replacements.inc(),
+        evicted: (sessionId) => {
+          delivery.evictions.inc()
+          logger.debug({ client: memberships.id, sessionId, queueClass: 'replaceable', action: 'evict' }, 'replaceable frame evicted')
+        },
+        rejected: (sessionId) => {
+          delivery.rejections.inc()
+          logger.debug({ client: memberships.id, sessionId, queueClass: 'replaceable', action: 'reject' }, 'replaceable frame rejected')
+        },
+        overflowClosed: (frameClass) => {
+          delivery.overflowCloses.inc({ class: frameClass })
+          logger.warn({ client: memberships.id, queueClass: frameClass, action: 'close-1013' }, 'outbound queue overflow; connection closed')
+        },
+      },
+    )
+    const connection: Connection = { memberships, scheduler, subscriptions: new Map() }
+    connections.set(socket, connection)
+    socket.once('error', (error) => {
+      logger.warn({ err: error, client: memberships.id }, 'websocket error')
+      socket.close(CloseCode.InternalServerError, 'Internal server error')
+    })
+    let pongWait: NodeJS.Timeout | undefined
+    const ping = setInterval(() => {
+      if (socket.readyState !== socket.OPEN) return
+      pongWait = setTimeout(() => socket.terminate(), KEEPALIVE_MS)
+      socket.once('pong', () => clearTimeout(pongWait))
+      socket.ping()
+    }, KEEPALIVE_MS)
+    const closed = server.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) => {
+          if (socket.readyState === socket.OPEN) route(connection, data)
+        },
+        close: (code, reason) => scheduler.close(code ?? CloseCode.InternalServerError, reason ?? ""),
+        onMessage: (cb) =>
+          socket.on('message', async (event) => {
+            try {
+              await cb(String(event))
+            } catch (error) {
+              logger.error({ err: error, client: memberships.id }, 'graphql-ws message handling failed')
+              socket.close(CloseCode.InternalServerError, 'Internal server error')
+            }
+          }),
+      },
+      { socket, request } as { socket: WebSocket },
+    )
+    socket.once('close', (code, reason) => {
+      clearInterval(ping)
+      clearTimeout(pongWait)
+      connections.delete(socket)
+      void closed(code, String(reason))
+    })
+  })
+
+  return {
+    connections: () => [...connections.values()],
+    async close() {
+      for (const socket of wss.clients) socket.close(1001, 'Going away')
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+    },
+  }
+}

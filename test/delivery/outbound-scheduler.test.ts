@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+
+/** A socket that holds written frames until the test lets them drain. */
+function fakeSocket(highWater = 1) {
+  const written: string[] = []
+  const pending: (() => void)[] = []
+  let closed: { code: number; reason: string } | undefined
+  const socket: OutboundSocket = {
+    get bufferedAmount() {
+      return pending.length >= highWater ? Number.MAX_SAFE_INTEGER : 0
+    },
+    send(frame, done) {
+      written.push(frame)
+      pending.push(done)
+    },
+    close(code, reason) {
+      closed = { code, reason }
+    },
+  }
+  return {
+    socket,
+    written,
+    get closed() {
+      return closed
+    },
+    /** Lets every frame written so far leave; the scheduler writes more in response. */
+    drainAll() {
+      while (pending.length) pending.shift()!()
+    },
+    drainOne() {
+      pending.shift()?.()
+    },
+  }
+}
+
+const limits = (overrides: Partial<SchedulerLimits> = {}): SchedulerLimits => ({ ...DEFAULT_LIMITS, socketHighWater: 1, ...overrides })
+
+describe('OutboundScheduler', () => {
+  it('writes control frames before queued semantic and replaceable frames', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits())
+    scheduler.enqueueSemantic('sem-1', 'a') // written at once: the socket was idle
+    scheduler.enqueueSemantic('sem-2', 'a')
+    scheduler.enqueueReplaceable('rep-1', 'b', 'm1')
+    scheduler.enqueueControl('result-1')
+    s.drainAll()
+    expect(s.written).toEqual(['sem-1', 'result-1', 'sem-2', 'rep-1'])
+  })
+
+  it('replaces an unsent MessageUpdated of the same key in place', () => {
+    const s = fakeSocket()
+    const replaced: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits(), { replaced: (id) => replaced.push(id) })
+    scheduler.enqueueControl('busy')
+    scheduler.enqueueReplaceable('m1 v2', 'a', 'm1')
+    scheduler.enqueueReplaceable('m2 v2', 'a', 'm2')
+    scheduler.enqueueReplaceable('m1 v3', 'a', 'm1')
+    scheduler.enqueueReplaceable('m1 v4', 'a', 'm1')
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'm1 v4', 'm2 v2'])
+    expect(replaced).toEqual(['a', 'a'])
+  })
+
+  it('treats a semantic frame of a session as a barrier for that session’s replaceables', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits())
+    scheduler.enqueueControl('busy')
+    scheduler.enqueueReplaceable('a: m1 v2', 'a', 'm1')
+    scheduler.enqueueReplaceable('b: m9 v2', 'b', 'm9')
+    scheduler.enqueueSemantic('a: turn completed', 'a')
+    scheduler.enqueueReplaceable('a: m2 v2', 'a', 'm2')
+    s.drainAll()
+    const order = s.written
+    expect(order.indexOf('a: m1 v2')).toBeLessThan(order.indexOf('a: turn completed'))
+    expect(order.indexOf('a: turn completed')).toBeLessThan(order.indexOf('a: m2 v2'))
+    expect(order).toContain('b: m9 v2')
+  })
+
+  it('after a burst of semantic frames forces one replaceable frame', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits({ semanticBurst: 3 }))
+    scheduler.enqueueControl('busy')
+    for (let i = 1; i <= 7; i++) scheduler.enqueueSemantic(`sem-${i}`, 'feed')
+    scheduler.enqueueReplaceable('rep-x', 'x', 'm')
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'sem-1', 'sem-2', 'sem-3', 'rep-x', 'sem-4', 'sem-5', 'sem-6', 'sem-7'])
+  })
+
+  it('serves sessions round-robin', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits())
+    scheduler.enqueueControl('busy')
+    for (let i = 1; i <= 3; i++) scheduler.enqueueReplaceable(`a${i}`, 'a', `ma${i}`)
+    for (let i = 1; i <= 3; i++) scheduler.enqueueReplaceable(`b${i}`, 'b', `mb${i}`)
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'a1', 'b1', 'a2', 'b2', 'a3', 'b3'])
+  })
+
+  it('evicts only the noisy session’s oldest replaceable entry when it exceeds its allowance', () => {
+    const s = fakeSocket()
+    const evicted: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 2 }), { evicted: (id) => evicted.push(id) })
+    scheduler.enqueueControl('busy')
+    scheduler.enqueueReplaceable('quiet-1', 'quiet', 'q1')
+    for (let i = 1; i <= 5; i++) scheduler.enqueueReplaceable(`noisy-${i}`, 'noisy', `n${i}`)
+    expect(scheduler.depth.replaceable).toBe(3)
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'quiet-1', 'noisy-4', 'noisy-5'])
+    expect(evicted).toEqual(['noisy', 'noisy', 'noisy'])
+  })
+
+  it('does not let a session take another session’s room when the connection allowance is full', () => {
+    const s = fakeSocket()
+    const rejected: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 4, replaceablePerConnection: 4 }), {
+      rejected: (id) => rejected.push(id),
+    })
+    scheduler.enqueueControl('busy')
+    for (let i = 1; i <= 4; i++) scheduler.enqueueReplaceable(`a${i}`, 'a', `m${i}`)
+    scheduler.enqueueReplaceable('b1', 'b', 'x')
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'a1', 'a2', 'a3', 'a4'])
+    expect(rejected).toEqual(['b'])
+  })
+
+  it('closes the connection with 1013 when control traffic cannot be queued', () => {
+    const s = fakeSocket()
+    const closes: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits({ control: 2 }), { overflowClosed: (c) => closes.push(c) })
+    scheduler.enqueueControl('c0') // written, not drained
+    scheduler.enqueueControl('c1')
+    scheduler.enqueueControl('c2')
+    expect(s.closed).toBeUndefined()
+    scheduler.enqueueControl('c3')
+    expect(s.closed).toEqual({ code: 1013, reason: expect.stringMatching(/try again later/i) })
+    expect(closes).toEqual(['control'])
+    expect(scheduler.depth).toEqual({ control: 0, semantic: 0, replaceable: 0 })
+  })
+
+  it('stops writing while the socket buffers its high-water mark, and resumes on drain', () => {
+    const s = fakeSocket(2)
+    const scheduler = new OutboundScheduler(s.socket, limits())
+    for (let i = 1; i <= 5; i++) scheduler.enqueueSemantic(`sem-${i}`)
+    expect(s.written).toEqual(['sem-1', 'sem-2'])
+    expect(scheduler.depth.semantic).toBe(3)
+    s.drainOne()
+    expect(s.written).toEqual(['sem-1', 'sem-2', 'sem-3'])
+    s.drainAll()
+    s.drainAll()
+    expect(s.written).toHaveLength(5)
+  })
+})
+
+describe('OutboundScheduler in FIFO mode (the measurement baseline)', () => {
+  it('writes every frame in arrival order, replacing and prioritizing nothing', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits({ fifo: true }))
+    scheduler.enqueueSemantic('sem-1', 'a')
+    scheduler.enqueueReplaceable('m1 v2', 'a', 'm1')
+    scheduler.enqueueReplaceable('m1 v3', 'a', 'm1')
+    scheduler.enqueueControl('result')
+    s.drainAll()
+    expect(s.written).toEqual(['sem-1', 'm1 v2', 'm1 v3', 'result'])
+  })
+})
