@@ -180,6 +180,7 @@ export function attachDeliveryGateway(options: {
 
   return {
     connections: () => [...connections.values()],
+    sockets: () => [...connections.keys()],
     async close() {
       for (const socket of wss.clients) socket.close(1001, 'Going away')
       await new Promise<void>((resolve) => wss.close(() => resolve()))
