@@ -35,7 +35,7 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   replaceablePerSession: 32,
   replaceablePerConnection: 256,
   semanticBurst: 8,
-  socketHighWater: 1024 * 1024,
+  socketHighWater: 64 * 1024,
 }
 
 /** The socket as the scheduler sees it. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Server as HttpServer } from 'node:http'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { makeServer, CloseCode } from 'graphql-ws'
-import { getOperationAST, GraphQLError, type ExecutionArgs } from 'graphql'
+import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult } from 'graphql'
 import { bearerToken } from '../auth/tokens.ts'
 import { principalForToken, type Principal } from '../store/users.ts'
 import type { Store } from '../store/store.ts'
@@ -13,6 +13,7 @@ import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
 import { ConnectionMemberships } from './connection.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
 import { createDeliveryMetrics } from './metrics.ts'
+import { Cohorts, MULTIPLEXABLE_FIELDS } from './cohorts.ts'
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
 const KEEPALIVE_MS = 12_000
@@ -27,6 +28,12 @@ interface Connection {
 
 type Enveloped = ReturnType<YogaServer['getEnveloped']>
 
+/** What onSubscribe hands to execute/subscribe: the operation's envelop pipeline and its cohort, if any. */
+interface OperationRoot {
+  enveloped: Enveloped
+  cohortKey?: string
+}
+
 /**
  * The delivery gateway: graphql-ws (makeServer) over `ws` on /graphql, with an outbound
  * scheduler per connection. Results of queries and mutations are control frames; subscription
@@ -40,10 +47,13 @@ export function attachDeliveryGateway(options: {
   logger: Logger
   metrics: Metrics
   limits?: SchedulerLimits
+  /** Share one execution per event among subscribers of the same feed operation (default on). */
+  multiplex?: boolean
 }) {
   const { yoga, store, logger, metrics } = options
   const limits = options.limits ?? DEFAULT_LIMITS
   const connections = new Map<WebSocket, Connection>()
+  const cohorts = new Cohorts()
   const delivery = createDeliveryMetrics(metrics.registry, () => [...connections.values()].map((c) => c.scheduler))
   const wss = new WebSocketServer({
     server: options.httpServer,
@@ -52,8 +62,12 @@ export function attachDeliveryGateway(options: {
   })
 
   const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
-    execute: (args: ExecutionArgs) => (args.rootValue as Enveloped).execute(args),
-    subscribe: (args: ExecutionArgs) => (args.rootValue as Enveloped).subscribe(args),
+    execute: (args: ExecutionArgs) => (args.rootValue as OperationRoot).enveloped.execute(args),
+    subscribe: (args: ExecutionArgs) => {
+      const { enveloped, cohortKey } = args.rootValue as OperationRoot
+      const subscribe = () => enveloped.subscribe(args) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
+      return cohortKey ? cohorts.join(cohortKey, subscribe) : subscribe()
+    },
     onConnect: async (ctx) => {
       const header = ctx.connectionParams?.authorization
       const token = bearerToken(typeof header === 'string' ? header : undefined)
@@ -83,15 +97,23 @@ export function attachDeliveryGateway(options: {
       const errors = enveloped.validate(enveloped.schema, document)
       if (errors.length > 0) return errors
       const contextValue = (await enveloped.contextFactory()) as unknown as Context
-      if (getOperationAST(document, payload.operationName)?.operation === 'subscription')
+      const operation = getOperationAST(document, payload.operationName)
+      let cohortKey: string | undefined
+      if (operation?.operation === 'subscription') {
         connection.subscriptions.set(id, contextValue)
+        const fields = operation.selectionSet.selections
+        const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]!.name.value : undefined
+        if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field))
+          cohortKey = JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null])
+      }
+      const rootValue: OperationRoot = { enveloped, cohortKey }
       return {
         schema: enveloped.schema,
         operationName: payload.operationName,
         document,
         variableValues: payload.variables,
         contextValue,
-        rootValue: enveloped,
+        rootValue,
       }
     },
   })
@@ -180,6 +202,7 @@ export function attachDeliveryGateway(options: {
 
   return {
     connections: () => [...connections.values()],
+    cohorts,
     sockets: () => [...connections.keys()],
     async close() {
       for (const socket of wss.clients) socket.close(1001, 'Going away')

@@ -36,6 +36,8 @@ export interface StartOptions {
   scheduler?: Scheduler
   /** Outbound queue limits per WebSocket connection (MAPPING.md defaults otherwise). */
   deliveryLimits?: SchedulerLimits
+  /** Subscription cohorts for the workspace feed (on unless false; benchmarks compare both). */
+  multiplexSubscriptions?: boolean
 }
 
 export interface RunningServer {
@@ -102,7 +104,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions })
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject)
