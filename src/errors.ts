@@ -7,7 +7,6 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'CONFLICT'
   | 'RATE_LIMITED'
-  | 'NOT_IMPLEMENTED'
   | 'INTERNAL_SERVER_ERROR'
 
 export function clientError(code: ErrorCode, message: string, extra: Record<string, unknown> = {}): GraphQLError {
@@ -19,6 +18,3 @@ export const forbidden = (what = 'this resource') => clientError('FORBIDDEN', `Y
 export const notFound = (what: string, id: string) => clientError('NOT_FOUND', `${what} ${id} does not exist.`, { id })
 export const badInput = (message: string, field?: string) =>
   clientError('BAD_USER_INPUT', message, field ? { field } : {})
-/** For contract fields that a later milestone implements: never answer with made-up data. */
-export const notImplemented = (field: string) =>
-  clientError('NOT_IMPLEMENTED', `${field} is not implemented on this server yet.`)

@@ -62,6 +62,11 @@ export class SessionService {
     },
   ) {}
 
+  /** Sessions whose agent runs on this instance. */
+  liveSessionIds(): string[] {
+    return [...this.#runtimes.keys()]
+  }
+
   runtime(sessionId: string): SessionRuntime | undefined {
     return this.#runtimes.get(sessionId)
   }

@@ -49,6 +49,7 @@ export function attachDeliveryGateway(options: {
   limits?: SchedulerLimits
   /** Share one execution per event among subscribers of the same feed operation (default on). */
   multiplex?: boolean
+  onConnectionClosed?: (connectionId: string) => void
 }) {
   const { yoga, store, logger, metrics } = options
   const limits = options.limits ?? DEFAULT_LIMITS
@@ -196,6 +197,7 @@ export function attachDeliveryGateway(options: {
       clearInterval(ping)
       clearTimeout(pongWait)
       connections.delete(socket)
+      options.onConnectionClosed?.(memberships.id)
       void closed(code, String(reason))
     })
   })

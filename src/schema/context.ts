@@ -1,6 +1,7 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
 import type { SessionService } from '../agents/session-service.ts'
+import type { GitMonitor } from '../git/monitor.ts'
 import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
@@ -13,6 +14,7 @@ export interface Context {
   pubsub: PubSub
   projector: Projector
   sessions: SessionService
+  git: GitMonitor
   logger: Logger
   principal: Principal | null
   loaders: Loaders
@@ -28,6 +30,7 @@ export interface ContextServices {
   pubsub: PubSub
   projector: Projector
   sessions: SessionService
+  git: GitMonitor
   logger: Logger
 }
 

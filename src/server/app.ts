@@ -18,6 +18,7 @@ import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { handleOperationalRoute } from './http-routes.ts'
 import { Readiness } from './readiness.ts'
 import { SessionService } from '../agents/session-service.ts'
+import { GitMonitor } from '../git/monitor.ts'
 import { agentProfiles } from '../agents/profiles.ts'
 import { createAgentMetrics } from '../agents/agent-metrics.ts'
 import type { Scheduler } from '../agents/coalescer.ts'
@@ -47,6 +48,7 @@ export interface RunningServer {
   pubsub: PubSub
   projector: Projector
   sessions: SessionService
+  git: GitMonitor
   gateway: ReturnType<typeof attachDeliveryGateway>
   readiness: Readiness
   logger: Logger
@@ -92,9 +94,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     scheduler: options.scheduler,
   })
 
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions })
+  const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
+  git.start()
+
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git })
   const httpServer = createServer((req, res) => {
-    handleOperationalRoute(req, res, { readiness, registry: metrics.registry })
+    handleOperationalRoute(req, res, {
+      readiness,
+      registry: metrics.registry,
+      webhook: { secret: config.githubWebhookSecret, store, logger },
+    })
       .then((handled) => (handled ? undefined : yoga.handle(req, res)))
       .catch((error: unknown) => {
         logger.error({ err: error, path: req.url }, 'request failed')
@@ -104,7 +113,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id) })
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject)
@@ -133,6 +142,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       httpServer.closeAllConnections()
       await stopped
       // Agents: pending stream content is written, then every child process ends.
+      await git.stop()
       await sessions.shutdown()
       stopTaskFeed()
       projector.stop()
@@ -143,5 +153,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, projector, sessions, readiness, logger, httpServer, gateway: websocket, close }
+  return { url, port, store, pubsub, projector, sessions, git, readiness, logger, httpServer, gateway: websocket, close }
 }

@@ -1,12 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Registry } from 'prom-client'
 import type { Readiness } from './readiness.ts'
+import type { Logger } from '../observability/logger.ts'
+import type { Store } from '../store/store.ts'
+import { handleGithubWebhook } from '../github/webhook.ts'
 
 /** Operational endpoints beside /graphql. Returns false when the request is not one of them. */
 export async function handleOperationalRoute(
   req: IncomingMessage,
   res: ServerResponse,
-  deps: { readiness: Readiness; registry: Registry },
+  deps: { readiness: Readiness; registry: Registry; webhook: { secret: string | undefined; store: Store; logger: Logger } },
 ): Promise<boolean> {
   const path = (req.url ?? '/').split('?', 1)[0]
   switch (path) {
@@ -20,6 +23,9 @@ export async function handleOperationalRoute(
         .end(JSON.stringify(ready ? { status: 'ready' } : { status: 'starting', waitingFor: deps.readiness.waitingFor }))
       return true
     }
+    case '/webhooks/github':
+      await handleGithubWebhook(req, res, deps.webhook)
+      return true
     case '/metrics':
       res.writeHead(200, { 'content-type': deps.registry.contentType }).end(await deps.registry.metrics())
       return true

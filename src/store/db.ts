@@ -31,7 +31,7 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
     import('../generated/postgres/client.ts'),
     import('@prisma/adapter-pg'),
   ])
-  const db = new PgClient({ adapter: new PrismaPg({ connectionString: url, max: 10 }), log })
+  const db = new PgClient({ adapter: new PrismaPg({ connectionString: url, max: 10, connectionTimeoutMillis: 10_000 }), log })
   if (options.onQuery) db.$on('query' as never, (e: { query: string }) => options.onQuery!(e.query))
   await db.$connect()
   return db as unknown as Db

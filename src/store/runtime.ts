@@ -362,3 +362,23 @@ export function openTurns({ db }: Store, sessionId: string) {
 export function findTurn({ db }: Store, id: string) {
   return db.turn.findUnique({ where: { id } })
 }
+
+export function findPullRequest({ db }: Store, repository: string, number: number) {
+  return db.pullRequestObservation.findUnique({ where: { repository_number: { repository, number } } })
+}
+
+/** The task repository a pull request belongs to: same repository name and head branch. */
+export function findLinkedRepository({ db }: Store, repository: string, headBranch: string) {
+  return db.taskRepository.findFirst({ where: { name: repository, branch: headBranch }, orderBy: { taskId: 'asc' } })
+}
+
+/** Records a webhook delivery id; false when it was processed before (GitHub redelivers). */
+export async function recordWebhookDelivery({ db }: Store, id: string, event: string): Promise<boolean> {
+  try {
+    await db.webhookDelivery.create({ data: { id, event } })
+    return true
+  } catch (error) {
+    if ((error as { code?: string }).code === 'P2002') return false
+    throw error
+  }
+}

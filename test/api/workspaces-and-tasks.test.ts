@@ -11,7 +11,6 @@ import {
   DeleteTaskDocument,
   TaskDocument,
   TasksDocument,
-  SetPullRequestAutomationDocument,
   UpdateTaskDocument,
   ViewerDocument,
   WorkflowDocument,
@@ -247,12 +246,4 @@ describe.each(PROVIDERS)('workspaces and tasks over HTTP (%s)', (provider) => {
     expect(Math.abs(new Date(boot.serverTime).getTime() - Date.now())).toBeLessThan(60_000)
   })
 
-  it('answers a contract field of a later milestone with NOT_IMPLEMENTED, never made-up data', async () => {
-    const task = (await ok(url, alice.token, CreateTaskDocument, { input: { workspaceId, title: 'later' } })).createTask
-    const result = await http(url, alice.token, SetPullRequestAutomationDocument, {
-      input: { taskId: task.id, repository: 'acme/web', number: 1, autoFix: true },
-    })
-    expect(errorCodes(result)).toEqual(['NOT_IMPLEMENTED'])
-    expect(result.data).toBeNull()
-  })
 })

@@ -1,11 +1,15 @@
+import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import {
+  AddMessageDocument,
   CreateTaskDocument,
   CreateUserDocument,
+  SessionEventsDocument,
+  StartSessionDocument,
   CreateWorkspaceDocument,
   ViewerDocument,
   WorkspaceEventsDocument,
@@ -49,6 +53,24 @@ describe('two instances on one PostgreSQL and one Redis', () => {
       expect.objectContaining({ __typename: 'TaskStatusSummaryUpdated', taskId: task.id, summary: expect.objectContaining({ revision: 1 }) }),
     )
     feed.dispose()
+    await client.dispose()
+  })
+
+  it('a subscriber on instance B follows a session whose agent runs on instance A', async () => {
+    const taskId = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'agent on A' } })).createTask.id
+    const sessionId = (await ok(a.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    const client = await wsClient(b.wsUrl, token)
+    const events = wsSubscribe(client, SessionEventsDocument, { sessionId })
+    await events.waitFor(1)
+    while ((await redis.subscribers(`tss:session:${sessionId}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await ok(a.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: 'from A' } })
+    for (let n = 2; ; n++) {
+      const all = await events.waitFor(n)
+      if (all.some((e) => e.data?.sessionEvents.__typename === 'TurnCompleted')) break
+    }
+    expect(JSON.stringify(events.events)).toContain('echo: from A')
+    expect(b.sessions.runtime(sessionId)).toBeUndefined()
+    events.dispose()
     await client.dispose()
   })
 

@@ -229,6 +229,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const session = await w.newSession(task.id)
     await w.projector.idle()
     // Observations written while no projector listened (committed before any aggregate).
+    await w.projector.idle()
     w.projector.stop()
     await recordGitObservation(w.store, git(session, task.repositoryIds[0]!, 10))
     await recordGitObservation(w.store, git(session, task.repositoryIds[1]!, 20))
@@ -241,6 +242,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
   it('GIVEN session, Git and PR observations but no summary row, WHEN the first source event arrives, THEN every source is rehydrated into the new row', async () => {
     const task = await w.newTask('cold', [{ name: 'acme/web' }, { name: 'acme/api' }])
     const session = await w.newSession(task.id, { state: 'RUNNING' })
+    await w.projector.idle()
     w.projector.stop()
     await recordGitObservation(w.store, git(session, task.repositoryIds[0]!, 1))
     await recordGitObservation(w.store, git(session, task.repositoryIds[1]!, 2, { comparisonUnavailable: true }))
@@ -301,6 +303,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const advertised = await w.summary(task.id)
     expect(advertised.payload.pendingAction).toBe('CLARIFICATION')
     // The row changes behind the projector's back (no source event), as after a lost event.
+    await w.projector.idle()
     w.projector.stop()
     await w.store.db.message.update({ where: { id: 'c' }, data: { status: 'ANSWERED' } })
     const listed = (await w.projector.ensure([task.id])).get(task.id)!

@@ -53,7 +53,12 @@ export async function projectorWorld(provider: DatabaseProvider, databaseUrl?: s
   const store = createStore(db, clock.now)
   const pubsub = createMemoryPubSub()
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
-  const makeProjector = () => new Projector({ store, pubsub, logger, metrics: createMetrics() })
+  const projectors: Projector[] = []
+  const makeProjector = () => {
+    const made = new Projector({ store, pubsub, logger, metrics: createMetrics() })
+    projectors.push(made)
+    return made
+  }
   let projector = makeProjector()
   projector.start()
   const { user } = await createUserWithToken(db, 'owner')
@@ -104,8 +109,9 @@ export async function projectorWorld(provider: DatabaseProvider, databaseUrl?: s
       return projector
     },
     async close() {
-      await projector.idle()
-      projector.stop()
+      // Every projector this world made (restarts included) finishes before the pool closes.
+      for (const p of projectors) p.stop()
+      await Promise.all(projectors.map((p) => p.idle()))
       await feed.return?.()
       await db.$disconnect()
     },

@@ -1,6 +1,7 @@
 import { builder } from '../builder.ts'
 import { notFound } from '../../errors.ts'
 import { requireReadableSession } from '../authorize.ts'
+import { gitOfSessions } from '../../store/sessions.ts'
 import type { GitObservationRow } from '../../store/rows.ts'
 
 type ObservationWithRepository = GitObservationRow & { repository: { name: string } }
@@ -24,11 +25,11 @@ builder.mutationField('refreshSessionGit', (t) =>
     type: [RepositoryGitStatusRef],
     description: 'Requests a fresh Git observation for the session. Changes neither focus nor subscription membership.',
     args: { sessionId: t.arg.id({ required: true }) },
-    // Answers with the latest stored observations until the Git monitor adds live ones.
     resolve: async (_root, { sessionId }, ctx) => {
       const session = await requireReadableSession(ctx, sessionId)
       if (!session) throw notFound('Session', sessionId)
-      return ctx.loaders.gitOfSession.load(sessionId)
+      await ctx.git.observeSession(sessionId)
+      return gitOfSessions(ctx.store, [sessionId])
     },
   }),
 )

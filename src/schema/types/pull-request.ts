@@ -1,6 +1,7 @@
 import { builder } from '../builder.ts'
-import { requirePrincipal } from '../authorize.ts'
-import { notImplemented } from '../../errors.ts'
+import { requireReadableTask } from '../authorize.ts'
+import { badInput, notFound } from '../../errors.ts'
+import { findPullRequest, recordPullRequest } from '../../store/runtime.ts'
 import type { PullRequestRow } from '../../store/rows.ts'
 import { TaskRef } from './task.ts'
 
@@ -59,9 +60,20 @@ builder.mutationField('setPullRequestAutomation', (t) =>
   t.field({
     type: PullRequestRef,
     args: { input: t.arg({ type: PullRequestAutomationInput, required: true }) },
-    resolve: (_root, _args, ctx) => {
-      requirePrincipal(ctx)
-      throw notImplemented('Mutation.setPullRequestAutomation')
+    resolve: async (_root, { input }, ctx) => {
+      if (input.autoFix == null && input.autoMerge == null) throw badInput('Give autoFix, autoMerge or both.', 'input')
+      await requireReadableTask(ctx, input.taskId)
+      const pr = await findPullRequest(ctx.store, input.repository, input.number)
+      if (!pr || pr.taskId !== input.taskId) throw notFound('Pull request of this task', `${input.repository}#${input.number}`)
+      return recordPullRequest(ctx.store, {
+        ...pr,
+        state: pr.state as 'OPEN' | 'CLOSED' | 'MERGED',
+        checks: pr.checks as 'NONE' | 'PENDING' | 'SUCCESS' | 'FAILURE',
+        reviewDecision: pr.reviewDecision as 'REVIEW_REQUIRED' | 'APPROVED' | 'CHANGES_REQUESTED' | null,
+        autoFix: input.autoFix ?? pr.autoFix,
+        autoMerge: input.autoMerge ?? pr.autoMerge,
+        updatedAt: ctx.store.now(),
+      })
     },
   }),
 )

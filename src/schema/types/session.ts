@@ -331,6 +331,7 @@ builder.mutationFields((t) => ({
       if (!ctx.connection) throw badInput('focusSession is WebSocket only: it sets the focus of the connection it arrives on.')
       await requireSession(ctx, sessionId)
       ctx.connection.focus(sessionId)
+      ctx.git.focus(ctx.connection.id, sessionId)
       return { sessionId, focused: true }
     },
   }),
