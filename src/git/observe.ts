@@ -1,16 +1,11 @@
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
+import type { GitTotals } from '../summary/types.ts'
 
 const run = promisify(execFile)
 
-export interface RepositoryObservation {
-  additions: number
-  deletions: number
-  changedFiles: number
-  ahead: number
-  behind: number
-  comparisonUnavailable: boolean
-}
+/** The numbers of one working tree: the same fields the summary totals. */
+export type RepositoryObservation = GitTotals
 
 export class GitObservationError extends Error {}
 

@@ -1,4 +1,4 @@
-import type { SessionState } from './types.ts'
+import type { GitTotals, SessionState } from './types.ts'
 
 /**
  * The authoritative observations one summary is derived from: plain data, loaded in batch by
@@ -70,15 +70,10 @@ export interface LaunchErrorObservation {
   cleared: boolean
 }
 
-export interface GitObservation {
+/** One session's latest observation of one task repository. */
+export interface GitObservation extends GitTotals {
   sessionId: string
   taskRepositoryId: string
-  additions: number
-  deletions: number
-  changedFiles: number
-  ahead: number
-  behind: number
-  comparisonUnavailable: boolean
   observedAt: Date
 }
 
