@@ -3,11 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
+import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
-  CreateUserDocument,
-  CreateWorkspaceDocument,
   StartSessionDocument,
 } from '../generated/graphql.ts'
 
@@ -24,8 +23,9 @@ describe('agent streams (sqlite, real mock agent)', () => {
     // Every log line the server writes, at debug level, to prove no content reaches a log.
     const logger = pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) })
     server = await startTestServer('sqlite', { logger })
-    token = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
-    workspaceId = (await ok(server.graphqlUrl, token, CreateWorkspaceDocument, { name: 'streams' })).createWorkspace.id
+    const owner = await userWithWorkspace(server, 'dev')
+    token = owner.token
+    workspaceId = owner.workspaceId
   })
   afterAll(() => server?.close())
 
@@ -36,11 +36,7 @@ describe('agent streams (sqlite, real mock agent)', () => {
       ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content } })
     return { taskId, sessionId, send }
   }
-  const turnsDone = (sessionId: string) =>
-    eventually(async () => {
-      const s = await server.store.db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { turns: true } })
-      return s.state === 'WAITING_FOR_INPUT' && s.turns.every((t) => t.completedAt) && s
-    }, 60_000)
+  const turnsDone = (sessionId: string) => sessionSettled(server, sessionId)
 
   it('GIVEN 30,000 tiny reasoning chunks for one message, THEN the stored content is byte-exact and publications are at most one per 100 ms window plus barriers', async () => {
     const { sessionId, send } = await session()

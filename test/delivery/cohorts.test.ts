@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
-import { CreateTaskDocument, CreateUserDocument, CreateWorkspaceDocument, ViewerDocument, WorkspaceEventsDocument } from '../generated/graphql.ts'
+import { userWithWorkspace } from '../support/fixtures.ts'
+import { CreateTaskDocument, CreateUserDocument, ViewerDocument, WorkspaceEventsDocument } from '../generated/graphql.ts'
 
 describe('workspace feed cohorts (one execution per event for identical subscriptions)', () => {
   let server: TestServer
@@ -12,9 +13,10 @@ describe('workspace feed cohorts (one execution per event for identical subscrip
 
   beforeAll(async () => {
     server = await startTestServer('sqlite')
-    token = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
+    const owner = await userWithWorkspace(server, 'dev')
+    token = owner.token
+    workspaceId = owner.workspaceId
     outsider = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'out' })).createUser.token
-    workspaceId = (await ok(server.graphqlUrl, token, CreateWorkspaceDocument, { name: 'cohort' })).createWorkspace.id
   })
   afterAll(() => server?.close())
 

@@ -4,12 +4,11 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute } from '../support/client.ts'
 import { rawGraphqlWs } from '../support/raw-ws.ts'
 import { eventually } from '../support/wait.ts'
+import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
-  CreateUserDocument,
-  CreateWorkspaceDocument,
   SessionEventsDocument,
   StartSessionDocument,
   ViewerDocument,
@@ -26,8 +25,9 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
 
   beforeAll(async () => {
     server = await startTestServer('sqlite', { deliveryLimits: limits })
-    token = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
-    workspaceId = (await ok(server.graphqlUrl, token, CreateWorkspaceDocument, { name: 'pressure' })).createWorkspace.id
+    const owner = await userWithWorkspace(server, 'dev')
+    token = owner.token
+    workspaceId = owner.workspaceId
   })
   afterAll(() => server?.close())
 
@@ -40,11 +40,7 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
     query: AddMessageDocument,
     variables: { input: { taskId: s.taskId, sessionId: s.sessionId, clientMessageId: randomUUID(), content } },
   })
-  const settled = (sessionId: string) =>
-    eventually(async () => {
-      const s = await server.store.db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { turns: true } })
-      return s.state === 'WAITING_FOR_INPUT' && s.turns.every((t) => t.completedAt) && s
-    }, 60_000)
+  const settled = (sessionId: string) => sessionSettled(server, sessionId)
 
   it('GIVEN notification traffic saturates the queue, WHEN the selected session sends a message, THEN its response comes first or the connection closes with 1013', async () => {
     const noisy = await newSession('noisy')
@@ -71,7 +67,7 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
     }
     client.socket.terminate()
     await settled(noisy.sessionId)
-  })
+  }, 120_000) // a 120,000-chunk stream through a stalled socket: generous on a loaded 2-core machine
 
   it('keeps server memory for a reader that stops reading bounded, and other clients unaffected', async () => {
     const noisy = await newSession('noisy 2')
@@ -101,5 +97,5 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
     console.info(`stalled reader: max queued frames ${maxDepth}, max socket buffer ${maxBuffered} bytes`)
     stalled.socket.terminate()
     await healthy.dispose()
-  })
+  }, 120_000)
 })

@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { errorCodes, http, ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
+import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
   CreateUserDocument,
-  CreateWorkspaceDocument,
   FocusSessionDocument,
   RefreshSessionGitDocument,
   SessionEventsDocument,
@@ -26,9 +26,10 @@ describe('session streams over graphql-ws (sqlite, real mock agents)', () => {
 
   beforeAll(async () => {
     server = await startTestServer('sqlite')
-    token = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
+    const owner = await userWithWorkspace(server, 'dev')
+    token = owner.token
+    workspaceId = owner.workspaceId
     outsider = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'out' })).createUser.token
-    workspaceId = (await ok(server.graphqlUrl, token, CreateWorkspaceDocument, { name: 'stream' })).createWorkspace.id
   })
   afterAll(() => server?.close())
 
@@ -39,11 +40,7 @@ describe('session streams over graphql-ws (sqlite, real mock agents)', () => {
       ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content } })
     return { taskId, sessionId, send }
   }
-  const settled = (sessionId: string) =>
-    eventually(async () => {
-      const s = await server.store.db.session.findUniqueOrThrow({ where: { id: sessionId }, include: { turns: true } })
-      return s.state === 'WAITING_FOR_INPUT' && s.turns.every((t) => t.completedAt) && s
-    }, 60_000)
+  const settled = (sessionId: string) => sessionSettled(server, sessionId)
 
   it('sends the snapshot only when the connection newly joins; a duplicate subscribe gets SessionJoined without it', async () => {
     const { sessionId, send } = await newSession()
