@@ -86,7 +86,7 @@ export class Projector {
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       // Stored row first, sources second: a source write that lands in between triggers a later projection.
       const [stored] = await readSummaryRows(this.#store, [taskId])
-      const inputs = (await loadSummaryInputs(this.#store, [taskId], lastActivityOf(stored ? [stored] : []))).get(taskId)
+      const inputs = (await loadSummaryInputs(this.#store, [taskId], lastActivityOf(parseRows(stored ? [stored] : [])))).get(taskId)
       if (!inputs) return // the task is gone
       const derived = this.#derive(inputs)
       if (!derived) return
@@ -141,7 +141,8 @@ export class Projector {
   async ensure(taskIds: readonly string[]): Promise<Map<string, StoredSummary>> {
     const rows = await readSummaryRows(this.#store, taskIds)
     const storedByTask = new Map(rows.map((r) => [r.taskId, r]))
-    const inputs = await loadSummaryInputs(this.#store, taskIds, lastActivityOf(rows))
+    const parsed = parseRows(rows)
+    const inputs = await loadSummaryInputs(this.#store, taskIds, lastActivityOf(parsed))
     const result = new Map<string, StoredSummary>()
     const missing: Derived[] = []
     const stale: string[] = []
@@ -149,10 +150,11 @@ export class Projector {
       const stored = storedByTask.get(taskId)
       const derived = this.#derive(taskInputs)
       if (!derived) {
-        if (stored) result.set(taskId, toStoredSummary(stored)) // the last valid summary stays visible
+        const last = parsed.get(taskId)
+        if (last) result.set(taskId, last) // the last valid summary stays visible
       } else if (!stored) missing.push(derived)
-      else if (stored.payload !== derived.json) stale.push(taskId)
-      else result.set(taskId, toStoredSummary(stored))
+      else if (stored.payload !== derived.json || !parsed.get(taskId)) stale.push(taskId)
+      else result.set(taskId, parsed.get(taskId)!)
     }
     const updatedAt = this.#store.now()
     const inserted = await insertSummaries(
@@ -186,15 +188,24 @@ export class Projector {
   }
 }
 
-function lastActivityOf(rows: SummaryRow[]): Map<string, Date | null> {
+/** Stored rows parsed once; a row whose payload cannot be read maps to undefined (it gets repaired). */
+function parseRows(rows: SummaryRow[]): Map<string, StoredSummary | undefined> {
   return new Map(
     rows.map((r) => {
       try {
-        const at = (JSON.parse(r.payload) as { lastActivityAt?: string | null }).lastActivityAt
-        return [r.taskId, at ? new Date(at) : null]
+        return [r.taskId, toStoredSummary(r)]
       } catch {
-        return [r.taskId, null]
+        return [r.taskId, undefined]
       }
+    }),
+  )
+}
+
+function lastActivityOf(parsed: Map<string, StoredSummary | undefined>): Map<string, Date | null> {
+  return new Map(
+    [...parsed].map(([taskId, summary]) => {
+      const at = summary?.payload.lastActivityAt
+      return [taskId, at ? new Date(at) : null]
     }),
   )
 }

@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader'
+import { groupBy } from '../util/group-by.ts'
 import type { Store } from '../store/store.ts'
 import type { Projector } from '../projector/projector.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
@@ -12,12 +13,7 @@ function byId<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): (V | n
 }
 
 function grouped<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): V[][] {
-  const map = new Map<K, V[]>()
-  for (const row of rows) {
-    const list = map.get(keyOf(row))
-    if (list) list.push(row)
-    else map.set(keyOf(row), [row])
-  }
+  const map = groupBy(rows, keyOf)
   return keys.map((k) => map.get(k) ?? [])
 }
 

@@ -2,6 +2,7 @@
 // whatever the number of tasks, sessions or history rows: the summary read paths must not N+1.
 import { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
+import { groupBy } from '../util/group-by.ts'
 import type {
   GitObservation,
   PendingRequestObservation,
@@ -55,12 +56,6 @@ async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<str
     result.set(row.sessionId, list)
   }
   return result
-}
-
-function groupBy<T, K>(rows: T[], key: (row: T) => K): Map<K, T[]> {
-  const map = new Map<K, T[]>()
-  for (const row of rows) map.set(key(row), [...(map.get(key(row)) ?? []), row])
-  return map
 }
 
 /**
