@@ -5,7 +5,7 @@ import type { Projector } from '../projector/projector.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
 import { findSteps, findWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
-import { findSessions, gitOfSessions } from '../store/sessions.ts'
+import { findSessions, gitOfSessions, latestMessagesOfSessions, latestTurnsOfSessions } from '../store/sessions.ts'
 
 function byId<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): (V | null)[] {
   const map = new Map(rows.map((r) => [keyOf(r), r]))
@@ -15,6 +15,22 @@ function byId<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): (V | n
 function grouped<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): V[][] {
   const map = groupBy(rows, keyOf)
   return keys.map((k) => map.get(k) ?? [])
+}
+
+/** One batching loader per page size: sessions asked for with the same `last` share one batch. */
+function perPageSize<V>(load: (ids: readonly string[], last: number) => Promise<Map<string, V[]>>) {
+  const loaders = new Map<number, DataLoader<string, V[]>>()
+  return (last: number) => {
+    let loader = loaders.get(last)
+    if (!loader) {
+      loader = new DataLoader(async (ids: readonly string[]) => {
+        const rows = await load(ids, last)
+        return ids.map((id) => rows.get(id) ?? [])
+      })
+      loaders.set(last, loader)
+    }
+    return loader
+  }
 }
 
 /**
@@ -52,6 +68,10 @@ export function createLoaders({ store, projector }: { store: Store; projector: P
     session: new DataLoader(async (ids: readonly string[]) =>
       byId(ids, await findSessions(store, ids), (s) => s.id),
     ),
+    /** The newest `last` messages of a session, oldest first. */
+    latestMessagesOfSession: perPageSize((ids, last) => latestMessagesOfSessions(store, ids, last)),
+    /** The newest `last` turns of a session, oldest first. */
+    latestTurnsOfSession: perPageSize((ids, last) => latestTurnsOfSessions(store, ids, last)),
     gitOfSession: new DataLoader(async (ids: readonly string[]) =>
       grouped(ids, await gitOfSessions(store, ids), (g) => g.sessionId),
     ),

@@ -1,4 +1,4 @@
-import { createServer, type Server as HttpServer } from 'node:http'
+import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
@@ -56,6 +56,17 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
+/**
+ * Until startup recovery has finished (and again while shutting down) GraphQL answers 503 with a
+ * Retry-After: what it would serve is pre-recovery state a client must not take as current.
+ */
+function refuseUntilReady(res: ServerResponse): void {
+  const body = {
+    errors: [{ message: 'The server is starting or stopping; retry shortly.', extensions: { code: 'UNAVAILABLE' } }],
+  }
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify(body))
+}
+
 function printAdminTokenOnce(token: string): void {
   process.stderr.write(
     `\n  Admin token (shown once; only its hash is stored):\n\n    ${token}\n\n` +
@@ -104,7 +115,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       registry: metrics.registry,
       webhook: { secret: config.githubWebhookSecret, store, logger },
     })
-      .then((handled) => (handled ? undefined : yoga.handle(req, res)))
+      .then((handled) => {
+        if (handled) return
+        if (!readiness.ready) return refuseUntilReady(res)
+        return yoga.handle(req, res)
+      })
       .catch((error: unknown) => {
         logger.error({ err: error, path: req.url }, 'request failed')
         if (!res.headersSent) res.writeHead(500).end()

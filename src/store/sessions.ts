@@ -1,4 +1,6 @@
+import { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
+import { groupBy } from '../util/group-by.ts'
 
 export function findSessions({ db }: Store, ids: readonly string[]) {
   return db.session.findMany({ where: { id: { in: [...ids] } } })
@@ -21,14 +23,44 @@ export async function messagesOfSession({ db }: Store, sessionId: string, last: 
   return rows.reverse()
 }
 
-/** The newest `last` turns, oldest first. */
-export async function turnsOfSession({ db }: Store, sessionId: string, last: number) {
-  const rows = await db.turn.findMany({
-    where: { sessionId },
-    orderBy: [{ startedAt: 'desc' }, { id: 'desc' }],
-    take: last,
-  })
-  return rows.reverse()
+/**
+ * Ids of the newest `last` rows of each session, in one window-function query (portable SQLite /
+ * PostgreSQL), so a page of session details costs two statements whatever the number of sessions.
+ */
+async function newestIdsPerSession(
+  { db }: Store,
+  table: 'Message' | 'Turn',
+  timeColumn: 'createdAt' | 'startedAt',
+  sessionIds: readonly string[],
+  last: number,
+): Promise<string[]> {
+  if (sessionIds.length === 0 || last === 0) return []
+  const rows = await db.$queryRaw<{ id: string }[]>`
+    SELECT "id" FROM (
+      SELECT "id", ROW_NUMBER() OVER (PARTITION BY "sessionId" ORDER BY ${Prisma.raw(`"${timeColumn}"`)} DESC, "id" DESC) AS "rank"
+      FROM ${Prisma.raw(`"${table}"`)}
+      WHERE "sessionId" IN (${Prisma.join([...sessionIds])})
+    ) ranked
+    WHERE "rank" <= ${last}`
+  return rows.map((r) => r.id)
+}
+
+/** The newest `last` messages of each session, oldest first. */
+export async function latestMessagesOfSessions(store: Store, sessionIds: readonly string[], last: number) {
+  const ids = await newestIdsPerSession(store, 'Message', 'createdAt', sessionIds, last)
+  const rows = ids.length
+    ? await store.db.message.findMany({ where: { id: { in: ids } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] })
+    : []
+  return groupBy(rows, (m) => m.sessionId)
+}
+
+/** The newest `last` turns of each session, oldest first. */
+export async function latestTurnsOfSessions(store: Store, sessionIds: readonly string[], last: number) {
+  const ids = await newestIdsPerSession(store, 'Turn', 'startedAt', sessionIds, last)
+  const rows = ids.length
+    ? await store.db.turn.findMany({ where: { id: { in: ids } }, orderBy: [{ startedAt: 'asc' }, { id: 'asc' }] })
+    : []
+  return groupBy(rows, (t) => t.sessionId)
 }
 
 export function gitOfSessions({ db }: Store, sessionIds: readonly string[]) {

@@ -148,7 +148,13 @@ export async function loadSummaryInputs(
     }))
     const launch = launchByTask.get(task.id)
     result.set(task.id, {
-      task: { id: task.id, workspaceId: task.workspaceId, createdAt: task.createdAt, updatedAt: task.updatedAt },
+      task: {
+        id: task.id,
+        workspaceId: task.workspaceId,
+        createdAt: task.createdAt,
+        updatedAt: task.updatedAt,
+        lastActivityAt: task.lastActivityAt,
+      },
       sessions: sessionObservations,
       launchError: launch
         ? {

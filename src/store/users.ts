@@ -30,23 +30,55 @@ export function findUsers(db: Db, ids: readonly string[]) {
 export type AdminBootstrap = { adminUserId: string; generatedToken?: string }
 
 /**
+ * The admin created by bootstrap has a fixed id, so instances starting together on an empty
+ * database race on one primary key: exactly one insert wins, and only the winner mints a token.
+ */
+export const BOOTSTRAP_ADMIN_ID = 'admin'
+
+const isUniqueViolation = (error: unknown) => (error as { code?: string }).code === 'P2002'
+
+/** Creates the admin unless one exists; `created` is true only for the call that inserted it. */
+async function ensureAdmin(db: Db, tokenHash: string | undefined): Promise<{ id: string; created: boolean }> {
+  const existing = await db.user.findFirst({ where: { isAdmin: true }, orderBy: { createdAt: 'asc' } })
+  if (existing) return { id: existing.id, created: false }
+  try {
+    await db.user.create({
+      data: {
+        id: BOOTSTRAP_ADMIN_ID,
+        name: 'admin',
+        isAdmin: true,
+        ...(tokenHash && { tokens: { create: { tokenHash, label: 'initial' } } }),
+      },
+    })
+    return { id: BOOTSTRAP_ADMIN_ID, created: true }
+  } catch (error) {
+    if (isUniqueViolation(error)) return { id: BOOTSTRAP_ADMIN_ID, created: false }
+    throw error
+  }
+}
+
+/**
  * Makes sure an admin user exists and can authenticate: with ADMIN_TOKEN, that token's hash is
  * registered; without it, a token is generated only when no admin exists yet (first start) and
  * returned so the caller prints it once. A restart keeps the stored hash and prints nothing.
  */
 export async function bootstrapAdmin(db: Db, adminToken: string | undefined): Promise<AdminBootstrap> {
-  const existing = await db.user.findFirst({ where: { isAdmin: true }, orderBy: { createdAt: 'asc' } })
   if (adminToken) {
-    const admin = existing ?? (await db.user.create({ data: { name: 'admin', isAdmin: true } }))
+    const admin = await ensureAdmin(db, undefined)
     const tokenHash = hashToken(adminToken)
-    await db.apiToken.upsert({
-      where: { tokenHash },
-      create: { tokenHash, userId: admin.id, label: 'ADMIN_TOKEN' },
-      update: { userId: admin.id },
-    })
+    try {
+      await db.apiToken.upsert({
+        where: { tokenHash },
+        create: { tokenHash, userId: admin.id, label: 'ADMIN_TOKEN' },
+        update: { userId: admin.id },
+      })
+    } catch (error) {
+      // Another instance registered the same hash between our read and write: it is there.
+      if (!isUniqueViolation(error)) throw error
+    }
     return { adminUserId: admin.id }
   }
-  if (existing) return { adminUserId: existing.id }
-  const { user, token } = await createUserWithToken(db, 'admin', true)
-  return { adminUserId: user.id, generatedToken: token }
+  const token = generateToken()
+  const admin = await ensureAdmin(db, hashToken(token))
+  return admin.created ? { adminUserId: admin.id, generatedToken: token } : { adminUserId: admin.id }
 }

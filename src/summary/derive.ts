@@ -35,6 +35,7 @@ function lastActivityAt(inputs: SummaryInputs): string | null {
   const at = maxTime([
     inputs.task.createdAt,
     inputs.task.updatedAt,
+    inputs.task.lastActivityAt,
     inputs.activity.lastUserPromptAt,
     inputs.activity.lastConversationalTurnAt,
     inputs.previousLastActivityAt,

@@ -12,6 +12,11 @@ export interface SummaryInputs {
     createdAt: Date
     /** Moved only by persisted task mutations. */
     updatedAt: Date
+    /**
+     * The task row's own monotonic activity time (creation, mutations, prompts, turns): it
+     * survives the deletion of the sessions and messages that once moved it.
+     */
+    lastActivityAt: Date
   }
   sessions: SessionObservation[]
   launchError: LaunchErrorObservation | null

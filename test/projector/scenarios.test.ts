@@ -218,9 +218,10 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     await setSessionError(w.store, a, { code: 'a', message: 'a', stamp: 'a1', occurredAt: w.clock.advance(1) })
     await setSessionError(w.store, b, { code: 'b', message: 'b', stamp: 'b1', occurredAt: w.clock.advance(1) })
     await w.projector.idle()
-    // A second instance's projector repairs at the same time as this one.
-    const other = w.restartedProjector()
-    await Promise.all([deleteSession(w.store, a), deleteSession(w.store, b), other.project(task.id)])
+    // Two instances, both projecting: each deletes one session and repairs at the same time.
+    const other = await w.otherInstance()
+    await Promise.all([deleteSession(w.store, a), deleteSession(other.store, b), other.projector.project(task.id), w.projector.project(task.id)])
+    await other.projector.idle()
     expect((await w.summary(task.id)).payload.activeError).toBeNull()
   })
 

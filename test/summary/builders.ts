@@ -118,7 +118,7 @@ export function pr(overrides: Partial<PullRequestObservation> = {}): PullRequest
 
 export function inputs(overrides: Partial<SummaryInputs> = {}): SummaryInputs {
   return {
-    task: { id: 'task-1', workspaceId: 'ws-1', createdAt: T0, updatedAt: T0 },
+    task: { id: 'task-1', workspaceId: 'ws-1', createdAt: T0, updatedAt: T0, lastActivityAt: T0 },
     sessions: [],
     launchError: null,
     git: [],

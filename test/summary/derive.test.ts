@@ -133,6 +133,8 @@ describe('lastActivityAt', () => {
     prompt?: number | null
     turn?: number | null
     previous?: number | null
+    /** The task row's stored lastActivityAt (defaults to its creation). */
+    stored?: number
     expected: number
   }
   it.each<Row>([
@@ -145,10 +147,13 @@ describe('lastActivityAt', () => {
     { name: 'monotonic: a larger previous value is kept', updatedAt: 2, prompt: 3, turn: 4, previous: 30, expected: 30 },
     { name: 'a smaller previous value is superseded', updatedAt: 2, prompt: 3, turn: 12, previous: 10, expected: 12 },
     { name: 'previous equal to the newest source', updatedAt: 5, previous: 5, expected: 5 },
-  ])('$name → minute $expected', ({ createdAt = 0, updatedAt = createdAt, prompt = null, turn = null, previous = null, expected }) => {
+    { name: 'rebuilt with no previous: the task row keeps activity of deleted history', updatedAt: 2, stored: 25, expected: 25 },
+    { name: 'the task row never moves it back', updatedAt: 2, turn: 14, stored: 9, expected: 14 },
+    { name: 'the task row beside a larger previous value', stored: 11, previous: 13, expected: 13 },
+  ])('$name → minute $expected', ({ createdAt = 0, updatedAt = createdAt, prompt = null, turn = null, previous = null, stored = createdAt, expected }) => {
     const summary = deriveSummary(
       inputs({
-        task: { id: 't', workspaceId: 'w', createdAt: at(createdAt), updatedAt: at(updatedAt) },
+        task: { id: 't', workspaceId: 'w', createdAt: at(createdAt), updatedAt: at(updatedAt), lastActivityAt: at(stored) },
         activity: {
           lastUserPromptAt: prompt === null ? null : at(prompt),
           lastConversationalTurnAt: turn === null ? null : at(turn),
@@ -178,7 +183,7 @@ describe('lastActivityAt', () => {
 describe('deriveSummary: a whole task', () => {
   it('derives every field from authoritative observations', () => {
     const input: SummaryInputs = inputs({
-      task: { id: 'task-1', workspaceId: 'ws-1', createdAt: at(0), updatedAt: at(2) },
+      task: { id: 'task-1', workspaceId: 'ws-1', createdAt: at(0), updatedAt: at(2), lastActivityAt: at(2) },
       sessions: [
         session({
           id: 's-main',

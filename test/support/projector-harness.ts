@@ -42,6 +42,12 @@ export interface ProjectorWorld {
   summary(taskId: string): Promise<ReturnType<typeof toStoredSummary>>
   /** A second projector on the same database (another server instance, or a restarted one). */
   restartedProjector(): Projector
+  /**
+   * Another server instance beside this one, both projecting: its own connection and store (its
+   * writes emit on its own source events). SQLite shares the connection (better-sqlite3 would
+   * block the one event loop on a second connection's lock), so there the two race by interleaving.
+   */
+  otherInstance(): Promise<{ store: Store; projector: Projector }>
   close(): Promise<void>
 }
 
@@ -54,8 +60,9 @@ export async function projectorWorld(provider: DatabaseProvider, databaseUrl?: s
   const pubsub = createMemoryPubSub()
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })
   const projectors: Projector[] = []
-  const makeProjector = () => {
-    const made = new Projector({ store, pubsub, logger, metrics: createMetrics() })
+  const extraDbs: (typeof db)[] = []
+  const makeProjector = (on: Store = store) => {
+    const made = new Projector({ store: on, pubsub, logger, metrics: createMetrics() })
     projectors.push(made)
     return made
   }
@@ -108,12 +115,23 @@ export async function projectorWorld(provider: DatabaseProvider, databaseUrl?: s
       projector.start()
       return projector
     },
+    async otherInstance() {
+      let other = store
+      if (provider === 'postgres') {
+        const otherDb = await connectDatabase(provider, url)
+        extraDbs.push(otherDb)
+        other = createStore(otherDb, clock.now)
+      }
+      const made = makeProjector(other)
+      made.start()
+      return { store: other, projector: made }
+    },
     async close() {
       // Every projector this world made (restarts included) finishes before the pool closes.
       for (const p of projectors) p.stop()
       await Promise.all(projectors.map((p) => p.idle()))
       await feed.return?.()
-      await db.$disconnect()
+      await Promise.all([db, ...extraDbs].map((d) => d.$disconnect()))
     },
   }
   return world

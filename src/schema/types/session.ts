@@ -3,7 +3,7 @@ import { requireReadableSession, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
 import { badInput, clientError, notFound } from '../../errors.ts'
 import { SessionOperationError } from '../../agents/session-service.ts'
-import { messagesOfSession, turnsOfSession } from '../../store/sessions.ts'
+import { messagesOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
 import type { Context } from '../context.ts'
@@ -119,7 +119,10 @@ export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
       description: 'The newest messages, oldest first.',
       args: { last: t.arg.int({ defaultValue: 100 }), before: t.arg.string() },
       resolve: async (s, args, ctx) => {
-        const messages = await messagesOfSession(ctx.store, s.id, intInRange('last', args.last ?? 100, 0, 1000), args.before)
+        const last = intInRange('last', args.last ?? 100, 0, 1000)
+        // Paging back through one session is rare and anchored: only the newest page is batched.
+        if (!args.before) return ctx.loaders.latestMessagesOfSession(last).load(s.id)
+        const messages = await messagesOfSession(ctx.store, s.id, last, args.before)
         if (!messages) throw badInput('before is not a message of this session.', 'before')
         return messages
       },
@@ -127,7 +130,7 @@ export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
     turns: t.field({
       type: [TurnRef],
       args: { last: t.arg.int({ defaultValue: 20 }) },
-      resolve: (s, args, ctx) => turnsOfSession(ctx.store, s.id, intInRange('last', args.last ?? 20, 0, 1000)),
+      resolve: (s, args, ctx) => ctx.loaders.latestTurnsOfSession(intInRange('last', args.last ?? 20, 0, 1000)).load(s.id),
     }),
     git: t.field({
       type: [RepositoryGitStatusRef],
