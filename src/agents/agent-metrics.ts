@@ -1,18 +1,22 @@
 import { Counter, type Registry } from 'prom-client'
-import type { CoalescerStats } from './coalescer.ts'
+import type { Logger } from '../observability/logger.ts'
+import type { CoalescerStats, StreamKind } from './coalescer.ts'
 
-/** Per-session stream counters (label: session id; a session's series go when it ends). */
+/**
+ * Stream counters over all sessions. Labels stay bounded (only the stream `kind`): a session id
+ * label would grow the series with every session ever run. Per-session figures go to the log
+ * once the session's runtime ends (counts only, never content).
+ */
 export function createAgentMetrics(registry: Registry) {
   const chunksReceived = new Counter({
     name: 'agent_chunks_received_total',
-    help: 'Streamed text chunks received from agents, per session',
-    labelNames: ['session'] as const,
+    help: 'Streamed text chunks received from agents, by stream kind',
+    labelNames: ['kind'] as const,
     registers: [registry],
   })
   const publications = new Counter({
     name: 'agent_stream_publications_total',
-    help: 'Coalesced stream updates persisted and published (MessageUpdated), per session',
-    labelNames: ['session'] as const,
+    help: 'Coalesced stream updates persisted and published (MessageUpdated)',
     registers: [registry],
   })
   const coalesced = new Counter({
@@ -21,13 +25,16 @@ export function createAgentMetrics(registry: Registry) {
     registers: [registry],
   })
   return {
-    chunksReceived,
-    publications,
-    coalesced,
-    forget(sessionId: string, stats: CoalescerStats) {
+    chunkReceived(kind: StreamKind) {
+      chunksReceived.inc({ kind })
+    },
+    published() {
+      publications.inc()
+    },
+    /** A runtime ended: its coalescing total joins the counter, its own figures go to the log. */
+    sessionEnded(sessionId: string, stats: CoalescerStats, logger: Logger) {
       coalesced.inc(stats.coalesced)
-      chunksReceived.remove({ session: sessionId })
-      publications.remove({ session: sessionId })
+      logger.info({ sessionId, action: 'session.stream_stats', ...stats }, 'session stream figures')
     },
   }
 }

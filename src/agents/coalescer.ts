@@ -4,6 +4,11 @@
  * chunks of that message are published at most once per window (100 ms); content is concatenated
  * exactly; a barrier (tool call, permission, clarification, completion, error, disconnect,
  * replacement, shutdown) flushes what is pending before the barrier's own write.
+ *
+ * Bounded whatever the store's speed: writes run one at a time, in order, and a message has at
+ * most one write queued behind the one in flight. A queued update carries no content of its own:
+ * it writes the message's latest full content when it runs, so windows that pass while the store
+ * is slow collapse into that one write.
  */
 
 export type StreamKind = 'MESSAGE' | 'REASONING'
@@ -31,22 +36,36 @@ export interface CoalescerStats {
   flushed: number
 }
 
+/** Queued writes beyond which the producer waits (`room()`): a few messages' worth, no more. */
+export const MAX_QUEUED_WRITES = 4
+
 interface Streaming {
   kind: StreamKind
   agentMessageId: string | undefined
-  /** Resolves to the stored message id once the create write is done. */
-  id: Promise<string>
+  /** The stored message id once the create write is done. */
+  id: string | undefined
   content: string
+  /** What the store holds, so a collapsed update that has nothing new writes nothing. */
+  written: string | undefined
   /** Chunks received since the last publication. */
   pending: number
+  /** An update of this message waits in the queue (it will pick up later content by itself). */
+  updateQueued: boolean
+}
+
+interface Write {
+  op: 'create' | 'update'
+  stream: Streaming
 }
 
 export class SessionCoalescer {
   readonly stats: CoalescerStats = { received: 0, coalesced: 0, flushed: 0 }
   #current: Streaming | undefined
   #timer: unknown
-  /** Writes of this session, in order. */
-  #chain: Promise<unknown> = Promise.resolve()
+  readonly #queue: Write[] = []
+  #writing = false
+  #idle: Promise<void> = Promise.resolve()
+  #roomWaiters: (() => void)[] = []
 
   constructor(
     private readonly sink: CoalescerSink,
@@ -55,7 +74,12 @@ export class SessionCoalescer {
     private readonly windowMs = 100,
   ) {}
 
-  /** One agent chunk. Synchronous: ordering is kept by the write chain. */
+  /** Writes waiting behind the one in flight. */
+  get queuedWrites(): number {
+    return this.#queue.length
+  }
+
+  /** One agent chunk. Synchronous: ordering is kept by the write queue. */
   chunk(kind: StreamKind, text: string, agentMessageId?: string): void {
     if (text.length === 0) return
     this.stats.received++
@@ -69,16 +93,21 @@ export class SessionCoalescer {
     }
     // A different message starts: what is pending of the previous one goes first.
     this.#publishPending()
-    const content = text
-    const id = this.#enqueue(() => this.sink.create(kind, content)) as Promise<string>
-    this.#current = { kind, agentMessageId, id, content, pending: 0 }
+    const stream: Streaming = { kind, agentMessageId, id: undefined, content: text, written: undefined, pending: 0, updateQueued: false }
+    this.#current = stream
+    this.#enqueue({ op: 'create', stream })
+  }
+
+  /** Resolves once the queue has room: the consumer waits here instead of queueing without end. */
+  async room(): Promise<void> {
+    while (this.#queue.length >= MAX_QUEUED_WRITES) await new Promise<void>((resolve) => this.#roomWaiters.push(resolve))
   }
 
   /** Barrier: publishes pending content, ends the current message, resolves when written. */
   async flush(): Promise<void> {
     this.#publishPending()
     this.#current = undefined
-    await this.#chain
+    while (this.#writing) await this.#idle
   }
 
   #publishWindow(): void {
@@ -94,17 +123,56 @@ export class SessionCoalescer {
     const current = this.#current
     if (!current || current.pending === 0) return
     current.pending = 0
-    const content = current.content
+    if (current.updateQueued) return
+    current.updateQueued = true
     this.stats.flushed++
-    this.#enqueue(async () => this.sink.update(await current.id, content))
+    this.#enqueue({ op: 'update', stream: current })
   }
 
-  #enqueue<T>(write: () => Promise<T>): Promise<T | undefined> {
-    const next = this.#chain.then(write).catch((error: unknown) => {
+  #enqueue(write: Write): void {
+    this.#queue.push(write)
+    if (this.#writing) return
+    this.#writing = true
+    this.#idle = this.#writeAll()
+  }
+
+  /** The single writer: never rejects (a failed write is reported and the next one runs). */
+  async #writeAll(): Promise<void> {
+    try {
+      for (let write = this.#queue.shift(); write; write = this.#queue.shift()) {
+        this.#wakeRoomWaiters()
+        await this.#write(write).catch((error: unknown) => this.#report(error))
+      }
+    } finally {
+      this.#writing = false
+    }
+  }
+
+  async #write({ op, stream }: Write): Promise<void> {
+    const content = stream.content
+    if (op === 'create') {
+      stream.id = await this.sink.create(stream.kind, content)
+      stream.written = content
+      return
+    }
+    stream.updateQueued = false
+    // No record (its create failed) or nothing new since the last write: nothing to persist.
+    if (stream.id === undefined || stream.written === content) return
+    await this.sink.update(stream.id, content)
+    stream.written = content
+  }
+
+  #wakeRoomWaiters(): void {
+    const waiters = this.#roomWaiters
+    this.#roomWaiters = []
+    for (const wake of waiters) wake()
+  }
+
+  #report(error: unknown): void {
+    try {
       this.onError(error)
-      return undefined
-    })
-    this.#chain = next
-    return next
+    } catch {
+      // The error handler's own failure must not stop the writer of this session.
+    }
   }
 }

@@ -19,14 +19,22 @@ import {
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
 import type { ClarifyResult, SessionErrorData } from './extensions.ts'
-import { SessionCoalescer, type Scheduler, type StreamKind } from './coalescer.ts'
+import { realScheduler, SessionCoalescer, type Scheduler, type StreamKind } from './coalescer.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
+import { retryWrite } from './retry-write.ts'
 
 const TOOL_STATUS: Record<string, string> = {
   pending: 'PENDING',
   in_progress: 'IN_PROGRESS',
   completed: 'COMPLETED',
   failed: 'FAILED',
+}
+
+/** What a log may say about a failure: its class and driver code, never its message (it can quote content). */
+function errorFields(error: unknown): { errorName?: string; errorCode?: string } {
+  if (!(error instanceof Error)) return {}
+  const code = (error as { code?: unknown }).code
+  return { errorName: error.name, ...(typeof code === 'string' && { errorCode: code }) }
 }
 
 type Responder =
@@ -46,7 +54,12 @@ export class SessionRuntime {
   #subagents = new Set<string>()
   #agentSpokeThisTurn = false
   #finished = false
+  #dispatched = 0
   readonly #consumed: Promise<void>
+  readonly #scheduler: Scheduler
+  #markEnded!: () => void
+  /** Resolves once the runtime is over and its manager has forgotten it. */
+  readonly ended = new Promise<void>((resolve) => (this.#markEnded = resolve))
 
   constructor(
     readonly sessionId: string,
@@ -66,9 +79,10 @@ export class SessionRuntime {
         create: (kind, text) => this.#createStreamMessage(kind, text),
         update: (messageId, content) => this.#updateStreamMessage(messageId, content),
       },
-      (error) => deps.logger.error({ err: error, sessionId, action: 'coalescer.write' }, 'stream write failed'),
+      (error) => deps.logger.error({ sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed'),
       deps.scheduler,
     )
+    this.#scheduler = deps.scheduler ?? realScheduler
     this.#consumed = this.#consume()
   }
 
@@ -76,10 +90,25 @@ export class SessionRuntime {
     return this.#turnId !== undefined
   }
 
-  /** Queues a prompt; it is dispatched when no turn of this session is in flight. */
-  enqueuePrompt(turnId: string, text: string): void {
+  /** Prompts this runtime sent to its agent (per instance: tests prove a prompt went out once, and where). */
+  get dispatchedPrompts(): number {
+    return this.#dispatched
+  }
+
+  /** True once the runtime is over (or ending): it takes no more prompts. */
+  get finished(): boolean {
+    return this.#finished
+  }
+
+  /**
+   * Queues a prompt; it is dispatched when no turn of this session is in flight. False when the
+   * runtime is ending: nobody would drain the queue, so the caller must use a new runtime.
+   */
+  enqueuePrompt(turnId: string, text: string): boolean {
+    if (this.#finished) return false
     this.#queue.push({ turnId, text })
-    void this.#dispatchNext()
+    this.#dispatchNext().catch((error: unknown) => this.#failed('prompt_dispatch_failed', 'The prompt could not be dispatched: a database write failed.', error))
+    return true
   }
 
   async respond(pendingId: string, answer: { optionId?: string; text?: string }): Promise<boolean> {
@@ -107,9 +136,10 @@ export class SessionRuntime {
     this.#turnId = next.turnId
     this.#agentSpokeThisTurn = false
     const { store } = this.deps
-    await markPromptDispatched(store, next.turnId)
+    await this.#write('turn.dispatched', () => markPromptDispatched(store, next.turnId))
     await this.#setState('RUNNING')
     this.#publish({ type: 'TurnStarted', sessionId: this.sessionId, turnId: next.turnId })
+    this.#dispatched++
     this.agent.prompt(next.text).then(
       (response) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, response }),
       (error: unknown) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, error }),
@@ -121,7 +151,9 @@ export class SessionRuntime {
       try {
         await this.#handle(input)
       } catch (error) {
-        this.deps.logger.error({ err: error, sessionId: this.sessionId, input: input.type }, 'agent input failed')
+        // Skipping the input would leave a turn that never ends (later prompts would never be
+        // dispatched): the session ends visibly instead.
+        await this.#failed('agent_input_failed', 'An agent update could not be stored: a database write failed.', error, input.type)
       }
     }
   }
@@ -154,7 +186,8 @@ export class SessionRuntime {
       case 'subagent': {
         if (input.notification.state === 'started') this.#subagents.add(input.notification.subagentId)
         else this.#subagents.delete(input.notification.subagentId)
-        await updateSession(this.deps.store, this.sessionId, { activeSubagentCount: this.#subagents.size })
+        const count = this.#subagents.size
+        await this.#write('session.subagents', () => updateSession(this.deps.store, this.sessionId, { activeSubagentCount: count }))
         return
       }
       case 'turnEnd':
@@ -169,14 +202,16 @@ export class SessionRuntime {
     if (!this.#agentSpokeThisTurn && this.#turnId) {
       // A newer agent response clears the session's previous recoverable error.
       this.#agentSpokeThisTurn = true
-      await clearSessionError(this.deps.store, this.sessionId)
+      await this.#write('session.error_cleared', () => clearSessionError(this.deps.store, this.sessionId))
     }
     switch (update.sessionUpdate) {
       case 'agent_message_chunk':
       case 'agent_thought_chunk': {
         const kind: StreamKind = update.sessionUpdate === 'agent_message_chunk' ? 'MESSAGE' : 'REASONING'
         if (update.content.type === 'text') {
-          this.deps.metrics.chunksReceived.inc({ session: this.sessionId })
+          // A store slower than the agent holds the handoff here (and so the agent), not memory.
+          await this.coalescer.room()
+          this.deps.metrics.chunkReceived(kind)
           this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined)
         }
         return
@@ -230,14 +265,12 @@ export class SessionRuntime {
     if (input.error instanceof RequestError) {
       const data = input.error.data as SessionErrorData
       const now = store.now()
-      await setSessionError(store, this.sessionId, {
-        code: data.code,
-        message: input.error.message,
-        stamp: randomUUID(),
-        occurredAt: now,
-      })
+      const message = input.error.message
+      await this.#write('session.error', () =>
+        setSessionError(store, this.sessionId, { code: data.code, message, stamp: randomUUID(), occurredAt: now }),
+      )
     }
-    const turn = await completeTurn(store, input.turnId, input.response?.stopReason ?? 'error')
+    const turn = await this.#write('turn.completed', () => completeTurn(store, input.turnId, input.response?.stopReason ?? 'error'))
     this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
     this.#turnId = undefined
     if (!this.agent.stopping) await this.#setState('WAITING_FOR_INPUT')
@@ -252,42 +285,82 @@ export class SessionRuntime {
   async #crashed(reason: string): Promise<void> {
     if (this.#finished || this.agent.stopping) return
     this.deps.logger.warn({ sessionId: this.sessionId, action: 'agent.crash' }, reason)
-    await setSessionError(this.deps.store, this.sessionId, {
-      code: 'agent_crashed',
-      message: reason,
-      stamp: randomUUID(),
-      occurredAt: this.deps.store.now(),
-    })
-    void this.agent.stop()
-    await this.#finish('FAILED', 'crashed')
+    await this.#endFailed('agent_crashed', reason, 'crashed')
   }
 
+  /** A write this runtime depends on failed for good: the session ends FAILED with an error. */
+  async #failed(code: string, reason: string, error: unknown, input?: string): Promise<void> {
+    if (this.#finished) return
+    this.deps.logger.error({ sessionId: this.sessionId, action: 'session.failed', code, input, ...errorFields(error) }, reason)
+    await this.#endFailed(code, reason, code)
+  }
+
+  async #endFailed(code: string, reason: string, stopReason: string): Promise<void> {
+    await this.#bestEffort('session.error', () =>
+      setSessionError(this.deps.store, this.sessionId, { code, message: reason, stamp: randomUUID(), occurredAt: this.deps.store.now() }),
+    )
+    this.agent.stop().catch((error: unknown) =>
+      this.deps.logger.warn({ sessionId: this.sessionId, action: 'agent.stop', ...errorFields(error) }, 'agent stop failed'),
+    )
+    await this.#finish('FAILED', stopReason)
+  }
+
+  /**
+   * The runtime is over. Whatever its final writes do, the manager forgets it, so the next
+   * prompt of the session relaunches an agent instead of queueing behind this one.
+   */
   async #finish(state: SessionState | null, stopReason: string): Promise<void> {
     if (this.#finished) return
     this.#finished = true
-    const { store } = this.deps
-    await this.coalescer.flush()
-    for (const responder of this.#responders.values()) responder.respond(null)
-    this.#responders.clear()
-    this.#queue = []
-    this.#subagents.clear()
-    if (state !== null) {
-      for (const turn of await openTurns(store, this.sessionId)) {
-        await completeTurn(store, turn.id, stopReason)
-        this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
-      }
-      await cancelPendingRequests(store, this.sessionId)
-      await updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })
-      this.#publishState(state)
+    try {
+      await this.coalescer.flush()
+      for (const responder of this.#responders.values()) responder.respond(null)
+      this.#responders.clear()
+      this.#queue = []
+      this.#subagents.clear()
+      if (state !== null) await this.#recordFinalState(state, stopReason)
+    } finally {
+      this.#turnId = undefined
+      this.deps.metrics.sessionEnded(this.sessionId, this.coalescer.stats, this.deps.logger)
+      this.deps.onFinished(this)
+      this.#markEnded()
     }
-    this.#turnId = undefined
-    this.deps.metrics.forget(this.sessionId, this.coalescer.stats)
-    this.deps.onFinished(this)
+  }
+
+  /** Each step on its own: a turn that cannot be completed must not keep the session's state from being written. */
+  async #recordFinalState(state: SessionState, stopReason: string): Promise<void> {
+    const { store } = this.deps
+    const open = (await this.#bestEffort('turns.open', () => openTurns(store, this.sessionId))) ?? []
+    for (const turn of open)
+      if (await this.#bestEffort('turn.completed', () => completeTurn(store, turn.id, stopReason)))
+        this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
+    await this.#bestEffort('requests.cancelled', () => cancelPendingRequests(store, this.sessionId))
+    if (await this.#bestEffort('session.state', () => updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })))
+      this.#publishState(state)
   }
 
   async #setState(state: SessionState): Promise<void> {
-    await updateSession(this.deps.store, this.sessionId, { state })
+    await this.#write('session.state', () => updateSession(this.deps.store, this.sessionId, { state }))
     this.#publishState(state)
+  }
+
+  /** A repeatable write, retried with backoff; the last failure is thrown. */
+  #write<T>(what: string, write: () => Promise<T>): Promise<T> {
+    return retryWrite(write, {
+      scheduler: this.#scheduler,
+      onRetry: (error, attempt) =>
+        this.deps.logger.warn({ sessionId: this.sessionId, action: 'store.retry', write: what, attempt, ...errorFields(error) }, 'store write failed, retrying'),
+    })
+  }
+
+  /** Like #write, but a final failure is logged and yields undefined (the caller goes on). */
+  async #bestEffort<T>(what: string, write: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await this.#write(what, write)
+    } catch (error) {
+      this.deps.logger.error({ sessionId: this.sessionId, action: 'store.gave_up', write: what, ...errorFields(error) }, 'store write failed for good')
+      return undefined
+    }
   }
 
   #publishState(state: string): void {
@@ -319,7 +392,7 @@ export class SessionRuntime {
 
   async #updateStreamMessage(messageId: string, content: string): Promise<void> {
     const message = await updateMessage(this.deps.store, messageId, { content })
-    this.deps.metrics.publications.inc({ session: this.sessionId })
+    this.deps.metrics.published()
     this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId, version: message.version })
   }
 

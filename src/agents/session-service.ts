@@ -13,8 +13,8 @@ import {
   completeTurn,
   createSession,
   deleteSession,
-  findMessage,
   findPendingRequest,
+  findUserMessage,
   setLaunchError,
   setSessionError,
   startTurn,
@@ -40,6 +40,9 @@ export class SessionOperationError extends Error {
     super(message)
   }
 }
+
+/** Runtimes a prompt may be handed to before addMessage gives up (each one ended under it). */
+const MAX_DISPATCH_ATTEMPTS = 3
 
 const RESUMABLE = new Set(['CANCELLED', 'FAILED', 'COMPLETED', 'WAITING_FOR_INPUT', 'IDLE', 'CREATED'])
 
@@ -168,37 +171,45 @@ export class SessionService {
   }
 
   /**
-   * Idempotent by client message id: the first accepted request owns the id; a retry in the
-   * same task returns the stored message (replayed) and skips state transitions, turn start,
-   * creation and dispatch; the id in another task is a CONFLICT.
+   * Idempotent by client message id, scoped to the task's workspace: the first accepted request
+   * owns the id; a retry in the same task returns the stored message (replayed) and skips state
+   * transitions, turn start, creation and dispatch; the id in another task of the workspace is a
+   * CONFLICT. An id used only in other workspaces is unused here, so it reveals nothing.
    */
   async addMessage(input: { taskId: string; sessionId: string; clientMessageId: string; content: string }) {
     const { store } = this.deps
-    const existing = await findMessage(store, input.clientMessageId)
+    const existing = await findUserMessage(store, input.taskId, input.clientMessageId)
     if (existing) return this.#replay(existing, input)
     const session = await findSession(store, input.sessionId)
     if (!session || session.taskId !== input.taskId) throw new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
     if (session.state === 'STARTING' && !this.#runtimes.has(session.id) && !this.#launching.has(session.id))
       throw new SessionOperationError('CONFLICT', 'The session is starting on another server instance.')
-    const accepted = await acceptUserPrompt(store, { id: input.clientMessageId, sessionId: session.id, content: input.content })
+    // The agent is relaunched before the prompt is stored, so the relaunch's lifecycle turn
+    // starts before the user's turn and never becomes the session's current turn.
+    let runtime = await this.#ensureRuntime(session.id)
+    const accepted = await acceptUserPrompt(store, { clientMessageId: input.clientMessageId, sessionId: session.id, content: input.content })
     if (!accepted) {
       // Lost the race to a concurrent request with the same id (here or on another instance).
-      const winner = await findMessage(store, input.clientMessageId)
+      const winner = await findUserMessage(store, input.taskId, input.clientMessageId)
       if (!winner) throw new SessionOperationError('CONFLICT', 'The message id is being used by another request.')
       return this.#replay(winner, input)
     }
     this.deps.pubsub
       .publish('session', session.id, { type: 'MessageAdded', sessionId: session.id, messageId: accepted.message.id })
       .catch(() => undefined)
-    const runtime = await this.#ensureRuntime(session.id)
-    runtime.enqueuePrompt(accepted.turn.id, input.content)
+    // A runtime that ended meanwhile (crash, failed write) drains nothing: relaunch and queue there.
+    for (let attempt = 1; !runtime.enqueuePrompt(accepted.turn.id, input.content); attempt++) {
+      if (attempt === MAX_DISPATCH_ATTEMPTS) throw new SessionOperationError('CONFLICT', 'The agent keeps ending; resume the session.')
+      await runtime.ended
+      runtime = await this.#ensureRuntime(session.id)
+    }
     return { message: accepted.message, replayed: false }
   }
 
   #replay(message: { taskId: string }, input: { taskId: string; clientMessageId: string }) {
     if (message.taskId !== input.taskId)
       throw new SessionOperationError('CONFLICT', `clientMessageId ${input.clientMessageId} is already used in another task.`)
-    return { message: message as Awaited<ReturnType<typeof findMessage>> & object, replayed: true }
+    return { message: message as NonNullable<Awaited<ReturnType<typeof findUserMessage>>>, replayed: true }
   }
 
   async respond(sessionId: string, pendingId: string, kind: 'PERMISSION_REQUEST' | 'CLARIFICATION', answer: { optionId?: string; text?: string }) {

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
 
@@ -37,6 +38,24 @@ function readProfileFile(path: string, ctx: z.RefinementCtx): string | undefined
   }
 }
 
+/**
+ * REPOSITORY_ROOTS: `:`-separated absolute directories a task repository's localPath must lie
+ * in; unset or empty means the home directory of the user running the server.
+ */
+const repositoryRootsFromEnv = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    const entries = (raw ?? '').split(':').filter((entry) => entry.trim() !== '')
+    if (entries.length === 0) return [os.homedir()]
+    const relative = entries.filter((entry) => !path.isAbsolute(entry))
+    if (relative.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `must list absolute directories; not absolute: ${relative.join(', ')}` })
+      return z.NEVER
+    }
+    return entries.map((entry) => path.resolve(entry))
+  })
+
 const emptyAsUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v)
 
 const envSchema = z.object({
@@ -52,6 +71,7 @@ const envSchema = z.object({
   ADMIN_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'must be at least 16 characters').optional()),
   AGENT_PROFILES: agentProfilesFromEnv,
   GITHUB_WEBHOOK_SECRET: z.preprocess(emptyAsUndefined, z.string().optional()),
+  REPOSITORY_ROOTS: repositoryRootsFromEnv,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 })
 
@@ -66,6 +86,8 @@ export interface Config {
   adminToken?: string
   agentProfiles: Record<string, AgentProfile>
   githubWebhookSecret?: string
+  /** Absolute directories; a task repository's localPath must resolve inside one of them. */
+  repositoryRoots: string[]
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
 }
 
@@ -99,6 +121,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: e.ADMIN_TOKEN,
     agentProfiles: e.AGENT_PROFILES,
     githubWebhookSecret: e.GITHUB_WEBHOOK_SECRET,
+    repositoryRoots: e.REPOSITORY_ROOTS,
     logLevel: e.LOG_LEVEL,
   }
 }

@@ -1,4 +1,5 @@
-import type { ExecutionResult } from 'graphql'
+import { GraphQLError, type ExecutionResult } from 'graphql'
+import type { Logger } from '../observability/logger.ts'
 import { subscriptionQueue } from '../pubsub/subscription-queue.ts'
 
 type Results = AsyncIterableIterator<ExecutionResult> | ExecutionResult
@@ -9,6 +10,17 @@ export const MULTIPLEXABLE_FIELDS = new Set(['workspaceEvents', 'taskStatusSumma
 const isIterator = (r: Results): r is AsyncIterableIterator<ExecutionResult> =>
   typeof (r as AsyncIterableIterator<ExecutionResult>)[Symbol.asyncIterator] === 'function'
 
+/** Queued behind a member's undelivered results, so it gets them before it ends. */
+const SOURCE_ENDED = Symbol('cohort source ended')
+const SOURCE_FAILED = Symbol('cohort source failed')
+
+type Item = ExecutionResult | typeof SOURCE_ENDED | typeof SOURCE_FAILED
+
+interface Cohort {
+  members: Set<(item: Item) => void>
+  source: AsyncIterableIterator<ExecutionResult>
+}
+
 /**
  * Subscription cohorts (as Hasura multiplexes live queries): subscribers of one multiplexable
  * operation with the same document and variables share one GraphQL execution per event; each
@@ -16,7 +28,9 @@ const isIterator = (r: Results): r is AsyncIterableIterator<ExecutionResult> =>
  * so authorization is checked per subscriber; only the first member's source is kept.
  */
 export class Cohorts {
-  readonly #cohorts = new Map<string, { members: Set<(r: ExecutionResult) => void>; source: AsyncIterableIterator<ExecutionResult> }>()
+  readonly #cohorts = new Map<string, Cohort>()
+
+  constructor(private readonly logger: Logger) {}
 
   get size(): number {
     return this.#cohorts.size
@@ -26,32 +40,67 @@ export class Cohorts {
     const own = await subscribe()
     if (!isIterator(own)) return own // an error (for example FORBIDDEN) is this member's alone
     let cohort = this.#cohorts.get(key)
-    if (cohort) await own.return?.()
+    if (cohort) this.#release(own)
     else {
       cohort = { members: new Set(), source: own }
       this.#cohorts.set(key, cohort)
-      void this.#pump(key, cohort)
+      this.#pump(key, cohort).catch((error: unknown) => this.logger.error({ err: error, action: 'cohort.pump' }, 'cohort pump failed'))
     }
-    const members = cohort.members
-    const { push, iterator } = subscriptionQueue<ExecutionResult>({
+    return this.#member(key, cohort)
+  }
+
+  #member(key: string, cohort: Cohort): AsyncIterableIterator<ExecutionResult> {
+    const { push, iterator } = subscriptionQueue<Item>({
       limit: 1000,
       onReturn: () => {
-        members.delete(push)
-        if (members.size === 0 && this.#cohorts.get(key) === cohort) {
+        cohort.members.delete(push)
+        if (cohort.members.size === 0 && this.#cohorts.get(key) === cohort) {
           this.#cohorts.delete(key)
-          void cohort.source.return?.()
+          this.#release(cohort.source)
         }
       },
     })
-    members.add(push)
-    return iterator
+    cohort.members.add(push)
+    const member: AsyncIterableIterator<ExecutionResult> = {
+      async next() {
+        const result = await iterator.next()
+        if (result.done || (result.value !== SOURCE_ENDED && result.value !== SOURCE_FAILED)) return result as IteratorResult<ExecutionResult>
+        await iterator.return?.()
+        if (result.value === SOURCE_ENDED) return { value: undefined, done: true }
+        throw new GraphQLError('The subscription stopped on the server; subscribe again.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } })
+      },
+      async return() {
+        await iterator.return?.()
+        return { value: undefined, done: true }
+      },
+      async throw(error: unknown) {
+        await iterator.return?.()
+        throw error
+      },
+      [Symbol.asyncIterator]() {
+        return member
+      },
+    }
+    return member
   }
 
-  async #pump(key: string, cohort: { members: Set<(r: ExecutionResult) => void>; source: AsyncIterableIterator<ExecutionResult> }) {
+  /**
+   * Reads the shared source until it ends. Members outlive neither its end (they complete) nor its
+   * failure (each gets an error after what it was already owed), so none waits forever.
+   */
+  async #pump(key: string, cohort: Cohort): Promise<void> {
     try {
       for await (const result of cohort.source) for (const push of cohort.members) push(result)
+      for (const push of [...cohort.members]) push(SOURCE_ENDED)
+    } catch (error) {
+      this.logger.warn({ err: error, action: 'cohort.source-failed', members: cohort.members.size }, 'cohort source failed; members end with an error')
+      for (const push of [...cohort.members]) push(SOURCE_FAILED)
     } finally {
       if (this.#cohorts.get(key) === cohort) this.#cohorts.delete(key)
     }
+  }
+
+  #release(source: AsyncIterableIterator<ExecutionResult>): void {
+    source.return?.().catch((error: unknown) => this.logger.warn({ err: error, action: 'cohort.release' }, 'releasing a cohort source failed'))
   }
 }

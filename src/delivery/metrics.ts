@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { FrameClass, OutboundScheduler } from './outbound-scheduler.ts'
 
-/** Queue depth per class (summed over open connections), replacements, evictions, rejections, 1013 closes. */
+/** Queue depth per class (summed over open connections), replacements, evictions, 1013 closes. */
 export function createDeliveryMetrics(registry: Registry, schedulers: () => Iterable<OutboundScheduler>) {
   return {
     depth: new Gauge({
@@ -24,8 +24,11 @@ export function createDeliveryMetrics(registry: Registry, schedulers: () => Iter
       },
     }),
     replacements: new Counter({ name: 'delivery_replacements_total', help: 'Queued MessageUpdated frames replaced in place by a newer one', registers: [registry] }),
-    evictions: new Counter({ name: 'delivery_evictions_total', help: 'Replaceable frames evicted because their session exceeded its allowance', registers: [registry] }),
-    rejections: new Counter({ name: 'delivery_rejections_total', help: 'Replaceable frames not queued because the connection allowance was taken by other sessions', registers: [registry] }),
+    evictions: new Counter({
+      name: 'delivery_evictions_total',
+      help: 'Replaceable frames evicted from a session over its own allowance, or from the session holding the most keys when the connection allowance was full',
+      registers: [registry],
+    }),
     overflowCloses: new Counter({
       name: 'delivery_overflow_closes_total',
       help: 'Connections closed with 1013 because a queue overflowed, by class',

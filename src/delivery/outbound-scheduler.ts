@@ -8,7 +8,8 @@
  *   one in place. Bounded per session and per connection; a session over its allowance loses its
  *   own oldest entry, never another session's. Sessions are served round-robin.
  * A semantic frame of a session is a barrier: that session's replaceables queued before it are
- * written before it, and none queued after it overtakes it.
+ * written before it, and none queued after it overtakes it. The barrier flushes them from the
+ * session's own replaceable queue (at most its allowance), so they never take semantic room.
  */
 
 export type FrameClass = 'control' | 'semantic' | 'replaceable'
@@ -49,28 +50,36 @@ export interface OutboundSocket {
 
 export interface SchedulerEvents {
   replaced?(sessionId: string): void
+  /** A queued replaceable of this session was dropped to make room (its own or the connection's allowance). */
   evicted?(sessionId: string): void
-  rejected?(sessionId: string): void
   overflowClosed?(frameClass: FrameClass): void
 }
 
 interface Replaceable {
-  key: string
   frame: string
-  /** Semantic frames of this session enqueued before this entry: it waits until they are written. */
+  /** This session's semantic frames enqueued before this entry: it waits until they are written. */
   after: number
+}
+
+/** What the scheduler holds for one session; dropped as soon as nothing of the session is queued. */
+interface SessionLane {
+  semanticEnqueued: number
+  semanticWritten: number
+  /** key → entry, in first-queued order (a replacement keeps its place). */
+  replaceables: Map<string, Replaceable>
+}
+
+interface SemanticEntry {
+  frame: string
+  sessionId?: string
 }
 
 export class OutboundScheduler {
   readonly #control: string[] = []
-  readonly #semantic: { frame: string; sessionId?: string; seq?: number }[] = []
-  /** sessionId → entries in first-queued order (a replacement keeps its place). */
-  readonly #replaceable = new Map<string, Map<string, Replaceable>>()
+  readonly #semantic: SemanticEntry[] = []
+  /** Insertion order doubles as the round-robin order: a served session moves to the end. */
+  readonly #lanes = new Map<string, SessionLane>()
   #replaceableCount = 0
-  /** Per session: semantic frames enqueued / written so far (barrier bookkeeping). */
-  readonly #semanticEnqueued = new Map<string, number>()
-  readonly #semanticWritten = new Map<string, number>()
-  #roundRobin: string[] = []
   #semanticStreak = 0
   #closed = false
   #writing = false
@@ -83,6 +92,11 @@ export class OutboundScheduler {
 
   get depth(): Record<FrameClass, number> {
     return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#replaceableCount }
+  }
+
+  /** Sessions with something queued (tests check that nothing is kept for idle sessions). */
+  get trackedSessions(): number {
+    return this.#lanes.size
   }
 
   get closed(): boolean {
@@ -100,52 +114,53 @@ export class OutboundScheduler {
   enqueueSemantic(frame: string, sessionId?: string): void {
     if (this.#closed) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
-    if (sessionId !== undefined) {
-      // Barrier: what this session has queued as replaceable goes out before this frame.
-      const queued = this.#replaceable.get(sessionId)
-      if (queued) {
-        for (const entry of queued.values()) this.#semantic.push({ frame: entry.frame })
-        this.#replaceableCount -= queued.size
-        this.#replaceable.delete(sessionId)
-      }
-    }
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
-    const seq = sessionId === undefined ? undefined : (this.#semanticEnqueued.get(sessionId) ?? 0) + 1
-    if (sessionId !== undefined) this.#semanticEnqueued.set(sessionId, seq!)
-    this.#semantic.push({ frame, sessionId, seq })
+    if (sessionId !== undefined) this.#lane(sessionId).semanticEnqueued++
+    this.#semantic.push({ frame, sessionId })
     this.pump()
   }
 
   enqueueReplaceable(frame: string, sessionId: string, key: string): void {
     if (this.#closed) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
-    let queued = this.#replaceable.get(sessionId)
-    const existing = queued?.get(key)
+    const lane = this.#lane(sessionId)
+    const existing = lane.replaceables.get(key)
     if (existing) {
       existing.frame = frame // replaced in place: one unsent entry per key
       this.events.replaced?.(sessionId)
       return this.pump()
     }
-    if (!queued) {
-      queued = new Map()
-      this.#replaceable.set(sessionId, queued)
-      if (!this.#roundRobin.includes(sessionId)) this.#roundRobin.push(sessionId)
-    }
-    if (queued.size >= this.limits.replaceablePerSession || this.#replaceableCount >= this.limits.replaceablePerConnection) {
-      const oldest = queued.keys().next()
-      if (oldest.done) {
-        // The connection is full of other sessions' entries: this session cannot take their room.
-        this.events.rejected?.(sessionId)
-        this.#replaceable.delete(sessionId)
-        return
-      }
-      queued.delete(oldest.value)
-      this.#replaceableCount--
-      this.events.evicted?.(sessionId)
-    }
-    queued.set(key, { key, frame, after: this.#semanticEnqueued.get(sessionId) ?? 0 })
+    if (lane.replaceables.size >= this.limits.replaceablePerSession) this.#evictOldest(sessionId, lane)
+    else if (this.#replaceableCount >= this.limits.replaceablePerConnection) this.#evictFromFullest(sessionId, lane)
+    lane.replaceables.set(key, { frame, after: lane.semanticEnqueued })
     this.#replaceableCount++
     this.pump()
+  }
+
+  #lane(sessionId: string): SessionLane {
+    let lane = this.#lanes.get(sessionId)
+    if (!lane) {
+      lane = { semanticEnqueued: 0, semanticWritten: 0, replaceables: new Map() }
+      this.#lanes.set(sessionId, lane)
+    }
+    return lane
+  }
+
+  /** The connection allowance is full: the session holding the most keys pays, never a quieter one. */
+  #evictFromFullest(sessionId: string, own: SessionLane): void {
+    let fullestId = sessionId
+    let fullest = own
+    for (const [id, lane] of this.#lanes) if (lane.replaceables.size > fullest.replaceables.size) [fullestId, fullest] = [id, lane]
+    this.#evictOldest(fullestId, fullest)
+    if (fullest !== own) this.#forgetIfIdle(fullestId, fullest)
+  }
+
+  #evictOldest(sessionId: string, lane: SessionLane): void {
+    const oldest = lane.replaceables.keys().next()
+    if (oldest.done) return
+    lane.replaceables.delete(oldest.value)
+    this.#replaceableCount--
+    this.events.evicted?.(sessionId)
   }
 
   #enqueueFifo(frame: string): void {
@@ -179,33 +194,53 @@ export class OutboundScheduler {
         return replaceable
       }
     }
-    const semantic = this.#semantic.shift()
-    if (semantic !== undefined) {
-      this.#semanticStreak++
-      if (semantic.sessionId !== undefined) this.#semanticWritten.set(semantic.sessionId, semantic.seq!)
-      return semantic.frame
+    return this.#nextSemantic()
+  }
+
+  #nextSemantic(): string | undefined {
+    const head = this.#semantic[0]
+    if (head === undefined) return undefined
+    const lane = head.sessionId === undefined ? undefined : this.#lanes.get(head.sessionId)
+    if (lane) {
+      // Barrier: the session's replaceables queued before this frame go first, one per call.
+      const before = this.#takeReady(head.sessionId!, lane)
+      if (before !== undefined) return before
+      lane.semanticWritten++
     }
-    return undefined
+    this.#semantic.shift()
+    this.#semanticStreak++
+    if (lane) this.#forgetIfIdle(head.sessionId!, lane)
+    return head.frame
   }
 
   /** Round-robin over sessions; an entry waits for the semantic frames enqueued before it. */
   #nextReplaceable(): string | undefined {
-    for (let i = 0; i < this.#roundRobin.length; i++) {
-      const sessionId = this.#roundRobin.shift()!
-      const queued = this.#replaceable.get(sessionId)
-      if (!queued || queued.size === 0) {
-        this.#replaceable.delete(sessionId)
-        i--
-        continue
+    for (const [sessionId, lane] of this.#lanes) {
+      const frame = this.#takeReady(sessionId, lane)
+      if (frame === undefined) continue
+      if (this.#lanes.has(sessionId)) {
+        this.#lanes.delete(sessionId)
+        this.#lanes.set(sessionId, lane)
       }
-      this.#roundRobin.push(sessionId)
-      const [key, entry] = queued.entries().next().value as [string, Replaceable]
-      if (entry.after > (this.#semanticWritten.get(sessionId) ?? 0)) continue
-      queued.delete(key)
-      this.#replaceableCount--
-      return entry.frame
+      return frame
     }
     return undefined
+  }
+
+  /** The session's oldest replaceable, if no earlier semantic frame of the session is still queued. */
+  #takeReady(sessionId: string, lane: SessionLane): string | undefined {
+    const oldest = lane.replaceables.entries().next()
+    if (oldest.done) return undefined
+    const [key, entry] = oldest.value
+    if (entry.after > lane.semanticWritten) return undefined
+    lane.replaceables.delete(key)
+    this.#replaceableCount--
+    this.#forgetIfIdle(sessionId, lane)
+    return entry.frame
+  }
+
+  #forgetIfIdle(sessionId: string, lane: SessionLane): void {
+    if (lane.replaceables.size === 0 && lane.semanticWritten === lane.semanticEnqueued) this.#lanes.delete(sessionId)
   }
 
   #overflow(frameClass: FrameClass): void {
@@ -218,7 +253,7 @@ export class OutboundScheduler {
     this.#closed = true
     this.#control.length = 0
     this.#semantic.length = 0
-    this.#replaceable.clear()
+    this.#lanes.clear()
     this.#replaceableCount = 0
     this.socket.close(code, reason)
   }

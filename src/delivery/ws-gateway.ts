@@ -50,16 +50,20 @@ export function attachDeliveryGateway(options: {
   /** Share one execution per event among subscribers of the same feed operation (default on). */
   multiplex?: boolean
   onConnectionClosed?: (connectionId: string) => void
+  /** False while the server must not serve (startup recovery, shutdown): the handshake gets 503. */
+  acceptingConnections?: () => boolean
 }) {
   const { yoga, store, logger, metrics } = options
   const limits = options.limits ?? DEFAULT_LIMITS
   const connections = new Map<WebSocket, Connection>()
-  const cohorts = new Cohorts()
+  const cohorts = new Cohorts(logger)
   const delivery = createDeliveryMetrics(metrics.registry, () => [...connections.values()].map((c) => c.scheduler))
   const wss = new WebSocketServer({
     server: options.httpServer,
     path: yoga.graphqlEndpoint,
     handleProtocols: (protocols) => (protocols.has(GRAPHQL_TRANSPORT_WS) ? GRAPHQL_TRANSPORT_WS : false),
+    verifyClient: (_info, done) =>
+      options.acceptingConnections?.() === false ? done(false, 503, 'Service Unavailable', { 'Retry-After': '1' }) : done(true),
   })
 
   const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
@@ -82,6 +86,12 @@ export function attachDeliveryGateway(options: {
       metrics.websocketConnections.inc()
       logger.debug({ action: 'ws.connect', client: connection.memberships.id }, 'websocket connected')
       return true
+    },
+    onComplete: (ctx, id) => {
+      // Still listed by graphql-ws means a complete frame follows, and route() releases the entry once it
+      // is queued behind the subscription's results; otherwise (the client completed, the operation
+      // failed, the socket closed) no frame follows and this is the last chance.
+      if (!(id in ctx.subscriptions)) connections.get(ctx.extra.socket)?.subscriptions.delete(id)
     },
     onSubscribe: async (ctx, id, payload) => {
       const connection = connections.get(ctx.extra.socket)!
@@ -151,10 +161,6 @@ export function attachDeliveryGateway(options: {
           delivery.evictions.inc()
           logger.debug({ client: memberships.id, sessionId, queueClass: 'replaceable', action: 'evict' }, 'replaceable frame evicted')
         },
-        rejected: (sessionId) => {
-          delivery.rejections.inc()
-          logger.debug({ client: memberships.id, sessionId, queueClass: 'replaceable', action: 'reject' }, 'replaceable frame rejected')
-        },
         overflowClosed: (frameClass) => {
           delivery.overflowCloses.inc({ class: frameClass })
           logger.warn({ client: memberships.id, queueClass: frameClass, action: 'close-1013' }, 'outbound queue overflow; connection closed')
@@ -197,14 +203,27 @@ export function attachDeliveryGateway(options: {
       clearInterval(ping)
       clearTimeout(pongWait)
       connections.delete(socket)
+      scheduler.close(code, String(reason)) // drops whatever was still queued for the gone socket
       options.onConnectionClosed?.(memberships.id)
-      void closed(code, String(reason))
+      closed(code, String(reason)).catch((error: unknown) =>
+        logger.warn({ err: error, client: memberships.id, action: 'ws.close' }, 'ending the operations of a closed websocket failed'),
+      )
     })
   })
 
   return {
     connections: () => [...connections.values()],
     cohorts,
+    /** How many entries the gateway holds, per table (tests prove every path frees what it took). */
+    tableSizes() {
+      const sizes = { connections: connections.size, subscriptions: 0, memberships: 0, schedulerSessions: 0, cohorts: cohorts.size }
+      for (const c of connections.values()) {
+        sizes.subscriptions += c.subscriptions.size
+        sizes.memberships += c.memberships.sessions.length
+        sizes.schedulerSessions += c.scheduler.trackedSessions
+      }
+      return sizes
+    },
     sockets: () => [...connections.keys()],
     async close() {
       for (const socket of wss.clients) socket.close(1001, 'Going away')

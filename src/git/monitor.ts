@@ -2,9 +2,8 @@ import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { recordGitObservation } from '../store/runtime.ts'
-import { gitOfSessions } from '../store/sessions.ts'
+import { getSession, gitOfSessions } from '../store/sessions.ts'
 import { repositoriesOfTasks } from '../store/tasks.ts'
-import { getSession } from '../store/sessions.ts'
 import { observeRepository, type RepositoryObservation } from './observe.ts'
 
 export interface GitMonitorOptions {
@@ -69,12 +68,23 @@ export class GitMonitor {
     this.#focus.delete(connectionId)
   }
 
-  /** One pass: observes the sessions whose interval has elapsed. */
+  /** Sessions the monitor holds per-session state for (their last run time). */
+  get trackedSessions(): number {
+    return this.#lastRun.size
+  }
+
+  /**
+   * One pass: observes the sessions whose interval has elapsed, and forgets sessions that are no
+   * longer live (stopped, crashed, deleted, completed by a terminal step), so the per-session
+   * table stays as large as the set of running sessions.
+   */
   async tick(): Promise<void> {
     const focused = new Set(this.#focus.values())
+    const live = new Set(this.options.liveSessions())
+    for (const sessionId of this.#lastRun.keys()) if (!live.has(sessionId)) this.#lastRun.delete(sessionId)
     const now = this.#now()
     const due: string[] = []
-    for (const sessionId of this.options.liveSessions()) {
+    for (const sessionId of live) {
       const interval = focused.has(sessionId) ? this.fastMs : this.slowMs
       if (now - (this.#lastRun.get(sessionId) ?? -Infinity) >= interval) due.push(sessionId)
     }

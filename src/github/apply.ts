@@ -1,18 +1,21 @@
 import type { Store } from '../store/store.ts'
-import { findLinkedRepository, findPullRequest, recordPullRequest } from '../store/runtime.ts'
+import { findPullRequest, findTaskRepositoryOfPullRequest, recordPullRequest } from '../store/pull-requests.ts'
 import type { PullRequestChange } from './events.ts'
 
 /**
- * Merges one change into the stored observation of that pull request (keyed by repository +
- * number) and links it to the task repository with the same name and head branch. A change
- * without the pull request's details (a check run) only updates a pull request already known.
+ * Merges one change into the workspace's observation of that pull request (keyed by workspace +
+ * repository + number) and links it to the workspace's task repository with the same name and
+ * head branch. A change without the pull request's details (a check run) only updates a pull
+ * request the workspace already knows. The caller has checked that the workspace links the
+ * repository.
  */
-export async function applyPullRequestChange(store: Store, change: PullRequestChange) {
-  const existing = await findPullRequest(store, change.repository, change.number)
+export async function applyPullRequestChange(store: Store, workspaceId: string, change: PullRequestChange) {
+  const existing = await findPullRequest(store, workspaceId, change.repository, change.number)
   const details = change.details ?? existing
   if (!details) return undefined
-  const linked = await findLinkedRepository(store, change.repository, details.headBranch)
+  const linked = await findTaskRepositoryOfPullRequest(store, workspaceId, change.repository, details.headBranch)
   return recordPullRequest(store, {
+    workspaceId,
     repository: change.repository,
     number: change.number,
     url: details.url,

@@ -63,20 +63,28 @@ function checksOf(status: unknown, conclusion: unknown): PullRequestChange['chec
   return conclusion === 'success' || conclusion === 'neutral' || conclusion === 'skipped' ? 'SUCCESS' : 'FAILURE'
 }
 
-/** The pull-request changes one delivery describes; `undefined` for events this server ignores. */
-export function pullRequestChanges(event: string, body: Record<string, unknown>): PullRequestChange[] | undefined {
+/** One delivery's repository and the pull-request changes it describes. */
+export interface PullRequestDelivery {
+  repository: string
+  changes: PullRequestChange[]
+}
+
+/** What one delivery describes; `undefined` for events this server ignores. */
+export function pullRequestDelivery(event: string, body: Record<string, unknown>): PullRequestDelivery | undefined {
   switch (event) {
     case 'pull_request': {
       const { number, details } = pullRequestDetails(body.pull_request)
-      const change: PullRequestChange = { repository: repositoryName(body), number, details }
+      const repository = repositoryName(body)
+      const change: PullRequestChange = { repository, number, details }
       if (body.action === 'review_requested') change.reviewDecision = 'REVIEW_REQUIRED'
-      return [change]
+      return { repository, changes: [change] }
     }
     case 'pull_request_review': {
       const { number, details } = pullRequestDetails(body.pull_request)
+      const repository = repositoryName(body)
       const state = String((body.review as { state?: unknown } | undefined)?.state ?? '').toLowerCase()
       const reviewDecision = state === 'approved' ? 'APPROVED' : state === 'changes_requested' ? 'CHANGES_REQUESTED' : undefined
-      return [{ repository: repositoryName(body), number, details, ...(reviewDecision && { reviewDecision }) }]
+      return { repository, changes: [{ repository, number, details, ...(reviewDecision && { reviewDecision }) }] }
     }
     case 'check_suite':
     case 'check_run': {
@@ -84,10 +92,11 @@ export function pullRequestChanges(event: string, body: Record<string, unknown>)
       if (!check || !Array.isArray(check.pull_requests)) throw new MalformedPayload(`${event}.pull_requests missing`)
       const repository = repositoryName(body)
       const checks = checksOf(check.status, check.conclusion)
-      return check.pull_requests.map((pr: { number?: unknown }) => {
+      const changes = check.pull_requests.map((pr: { number?: unknown }) => {
         if (!num(pr.number)) throw new MalformedPayload('pull_requests[].number missing')
         return { repository, number: pr.number, checks }
       })
+      return { repository, changes }
     }
     default:
       return undefined

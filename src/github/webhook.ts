@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from '../observability/logger.ts'
 import type { Store } from '../store/store.ts'
-import { recordWebhookDelivery } from '../store/runtime.ts'
+import { workspacesLinkedTo } from '../store/github-links.ts'
+import { recordWebhookDelivery } from '../store/pull-requests.ts'
 import { applyPullRequestChange } from './apply.ts'
-import { MalformedPayload, pullRequestChanges } from './events.ts'
+import { MalformedPayload, pullRequestDelivery } from './events.ts'
 import { validSignature } from './signature.ts'
 
 const MAX_BODY = 5 * 1024 * 1024
@@ -27,7 +28,9 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
  * POST /webhooks/github. The signature is checked before anything is parsed; a bad signature
  * (401), a malformed body (400) or a missing secret (503) stores nothing. Deliveries are
  * de-duplicated by X-GitHub-Delivery; events other than pull_request, pull_request_review,
- * check_suite and check_run are acknowledged with 202 and ignored.
+ * check_suite and check_run are acknowledged with 202 and ignored. A delivery reaches only the
+ * workspaces that link its repository; for a repository no workspace links it is acknowledged
+ * with 202 and stored nowhere, not even as a processed delivery id.
  */
 export async function handleGithubWebhook(
   req: IncomingMessage,
@@ -49,17 +52,23 @@ export async function handleGithubWebhook(
   } catch {
     return reply(res, 400, { error: 'malformed JSON body' })
   }
-  let changes
+  let described
   try {
-    changes = pullRequestChanges(event, payload)
+    described = pullRequestDelivery(event, payload)
   } catch (error) {
     if (error instanceof MalformedPayload) return reply(res, 400, { error: error.message })
     throw error
   }
-  if (!changes) return reply(res, 202, { ignored: event || '(no event)' })
+  if (!described) return reply(res, 202, { ignored: event || '(no event)' })
   if (!delivery) return reply(res, 400, { error: 'X-GitHub-Delivery missing' })
+  const workspaceIds = await workspacesLinkedTo(deps.store, described.repository)
+  if (workspaceIds.length === 0) return reply(res, 202, { unlinked: true })
   if (!(await recordWebhookDelivery(deps.store, delivery, event))) return reply(res, 200, { duplicate: true })
-  for (const change of changes) await applyPullRequestChange(deps.store, change)
-  deps.logger.info({ event, delivery, pullRequests: changes.length, action: 'github.webhook' }, 'webhook applied')
-  reply(res, 200, { applied: changes.length })
+  for (const workspaceId of workspaceIds)
+    for (const change of described.changes) await applyPullRequestChange(deps.store, workspaceId, change)
+  deps.logger.info(
+    { event, delivery, pullRequests: described.changes.length, workspaces: workspaceIds.length, action: 'github.webhook' },
+    'webhook applied',
+  )
+  reply(res, 200, { applied: described.changes.length })
 }

@@ -16,6 +16,8 @@ export interface Context {
   sessions: SessionService
   git: GitMonitor
   logger: Logger
+  /** REPOSITORY_ROOTS: a task repository's localPath must resolve inside one of them. */
+  repositoryRoots: readonly string[]
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
@@ -32,6 +34,7 @@ export interface ContextServices {
   sessions: SessionService
   git: GitMonitor
   logger: Logger
+  repositoryRoots: readonly string[]
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {

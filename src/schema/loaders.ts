@@ -5,6 +5,7 @@ import type { Projector } from '../projector/projector.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
 import { findSteps, findWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
+import { linksOfWorkspaces } from '../store/github-links.ts'
 import { findSessions, gitOfSessions, latestMessagesOfSessions, latestTurnsOfSessions } from '../store/sessions.ts'
 
 function byId<K, V>(keys: readonly K[], rows: V[], keyOf: (row: V) => K): (V | null)[] {
@@ -50,6 +51,9 @@ export function createLoaders({ store, projector }: { store: Store; projector: P
     ),
     user: new DataLoader(async (ids: readonly string[]) => byId(ids, await findUsers(store.db, ids), (u) => u.id)),
     step: new DataLoader(async (ids: readonly string[]) => byId(ids, await findSteps(store, ids), (s) => s.id)),
+    githubRepositoriesOfWorkspace: new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await linksOfWorkspaces(store, ids), (l) => l.workspaceId).map((links) => links.map((l) => l.repository)),
+    ),
     stepsOfWorkspace: new DataLoader(async (ids: readonly string[]) =>
       grouped(ids, await stepsOfWorkspaces(store, ids), (s) => s.workspaceId),
     ),

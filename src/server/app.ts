@@ -108,7 +108,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
   git.start()
 
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git })
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git, repositoryRoots: config.repositoryRoots })
   const httpServer = createServer((req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
@@ -128,7 +128,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id) })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready })
 
   await new Promise<void>((resolve, reject) => {
     httpServer.once('error', reject)

@@ -1,6 +1,7 @@
-// Writes to the runtime records of a task: sessions, turns, messages, Git and pull-request
-// observations, launch errors. Each emits a source event after it commits; the projector
-// re-derives the task's summary from these records.
+// Writes to the runtime records of a task: sessions, turns, messages, Git observations, launch
+// errors (pull-request observations are in pull-requests.ts). Each emits a source event after it
+// commits; the projector re-derives the task's summary from these records.
+import { randomUUID } from 'node:crypto'
 import type { Store, SourceEventKind } from './store.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { GitObservation } from '../summary/inputs.ts'
@@ -225,37 +226,6 @@ export async function recordGitObservation(store: Store, o: GitObservationInput)
   return row
 }
 
-export interface PullRequestInput {
-  repository: string
-  number: number
-  taskId: string | null
-  taskRepositoryId: string | null
-  url: string
-  title: string
-  headBranch: string
-  state: 'OPEN' | 'CLOSED' | 'MERGED'
-  draft: boolean
-  checks: 'NONE' | 'PENDING' | 'SUCCESS' | 'FAILURE'
-  reviewDecision: 'REVIEW_REQUIRED' | 'APPROVED' | 'CHANGES_REQUESTED' | null
-  mergeableState: string | null
-  autoFix?: boolean
-  autoMerge?: boolean
-  updatedAt?: Date
-}
-
-/** Keyed by repository + number; automation flags keep their stored value unless given. */
-export async function recordPullRequest(store: Store, pr: PullRequestInput) {
-  const data = { ...pr, updatedAt: pr.updatedAt ?? store.now() }
-  const { autoFix, autoMerge, ...withoutFlags } = data
-  const row = await store.db.pullRequestObservation.upsert({
-    where: { repository_number: { repository: pr.repository, number: pr.number } },
-    create: { ...withoutFlags, autoFix: autoFix ?? false, autoMerge: autoMerge ?? false },
-    update: { ...withoutFlags, ...(autoFix !== undefined && { autoFix }), ...(autoMerge !== undefined && { autoMerge }) },
-  })
-  if (row.taskId) await emit(store, 'pullRequest.observed', row.taskId)
-  return row
-}
-
 export async function setLaunchError(
   store: Store,
   taskId: string,
@@ -298,18 +268,22 @@ export function strandedSessions({ db }: Store) {
 
 /**
  * Stores a user prompt under its client-generated id together with the turn it starts, in one
- * transaction. The message id is the primary key, so of concurrent requests with one id (on any
- * instance) exactly one inserts; the others get `undefined` and replay the stored message.
+ * transaction. (workspace, clientMessageId) is unique, so of concurrent requests with one id in
+ * one workspace (on any instance) exactly one inserts; the others get `undefined` and replay the
+ * stored message. The row's own id is the server's.
  */
-export async function acceptUserPrompt(store: Store, input: { id: string; sessionId: string; content: string }) {
+export async function acceptUserPrompt(store: Store, input: { clientMessageId: string; sessionId: string; content: string }) {
   const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const workspaceId = await workspaceOf(store, session.taskId)
   const at = store.now()
   try {
     const { message, turn } = await store.db.$transaction(async (tx) => {
       const turn = await tx.turn.create({ data: { sessionId: session.id, taskId: session.taskId, startedAt: at } })
       const message = await tx.message.create({
         data: {
-          id: input.id,
+          id: randomUUID(),
+          clientMessageId: input.clientMessageId,
+          workspaceId,
           sessionId: session.id,
           taskId: session.taskId,
           turnId: turn.id,
@@ -334,6 +308,12 @@ export async function acceptUserPrompt(store: Store, input: { id: string; sessio
 
 export function findMessage({ db }: Store, id: string) {
   return db.message.findUnique({ where: { id } })
+}
+
+/** The user message a client id names in a workspace (ids of other workspaces are not visible here). */
+export async function findUserMessage(store: Store, taskId: string, clientMessageId: string) {
+  const workspaceId = await workspaceOf(store, taskId)
+  return store.db.message.findUnique({ where: { workspaceId_clientMessageId: { workspaceId, clientMessageId } } })
 }
 
 export function findToolCallMessage({ db }: Store, sessionId: string, toolCallId: string) {
@@ -361,24 +341,4 @@ export function openTurns({ db }: Store, sessionId: string) {
 
 export function findTurn({ db }: Store, id: string) {
   return db.turn.findUnique({ where: { id } })
-}
-
-export function findPullRequest({ db }: Store, repository: string, number: number) {
-  return db.pullRequestObservation.findUnique({ where: { repository_number: { repository, number } } })
-}
-
-/** The task repository a pull request belongs to: same repository name and head branch. */
-export function findLinkedRepository({ db }: Store, repository: string, headBranch: string) {
-  return db.taskRepository.findFirst({ where: { name: repository, branch: headBranch }, orderBy: { taskId: 'asc' } })
-}
-
-/** Records a webhook delivery id; false when it was processed before (GitHub redelivers). */
-export async function recordWebhookDelivery({ db }: Store, id: string, event: string): Promise<boolean> {
-  try {
-    await db.webhookDelivery.create({ data: { id, event } })
-    return true
-  } catch (error) {
-    if ((error as { code?: string }).code === 'P2002') return false
-    throw error
-  }
 }

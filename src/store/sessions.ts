@@ -8,7 +8,8 @@ export function findSessions({ db }: Store, ids: readonly string[]) {
 
 /** The newest `last` messages (older than `before` when given), returned oldest first. */
 export async function messagesOfSession({ db }: Store, sessionId: string, last: number, before?: string | null) {
-  const anchor = before ? await db.message.findFirst({ where: { id: before, sessionId } }) : null
+  // `before` is a GraphQL Message.id: the client's id for user messages, the row id otherwise.
+  const anchor = before ? await db.message.findFirst({ where: { sessionId, OR: [{ clientMessageId: before }, { id: before }] } }) : null
   if (before && !anchor) return null
   const rows = await db.message.findMany({
     where: {

@@ -12,9 +12,13 @@ export function isAuthoritativeTurn(turn: TurnObservation): boolean {
   return !turn.promptDispatchPending || turn.promptDispatchAttempted || turn.hasMessages
 }
 
-/** The newest authoritative turn of the session: the boundary for pending requests. */
+/**
+ * The newest authoritative turn of the session: the boundary for pending requests. A
+ * lifecycle-only turn (an agent relaunch) is not a boundary: it never hides the turn the user
+ * started, whether it was recorded before or after it.
+ */
 export function currentAuthoritativeTurn(session: SessionObservation): TurnObservation | undefined {
-  return [...session.recentTurns].sort(newestFirst).find(isAuthoritativeTurn)
+  return [...session.recentTurns].sort(newestFirst).find((turn) => !turn.lifecycleOnly && isAuthoritativeTurn(turn))
 }
 
 function newestFirst(a: TurnObservation, b: TurnObservation): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SessionCoalescer, type CoalescerSink, type Scheduler } from '../../src/agents/coalescer.ts'
+import { MAX_QUEUED_WRITES, SessionCoalescer, type CoalescerSink, type Scheduler } from '../../src/agents/coalescer.ts'
 
 /** Timers that fire only when the test advances time: deterministic windows. */
 function manualScheduler() {
@@ -124,5 +124,77 @@ describe('SessionCoalescer (100 ms windows, injected timers)', () => {
     await c.flush()
     time.advance(500)
     expect(writes).toHaveLength(1)
+  })
+
+  it('stays bounded under a store slower than the agent: one write in flight, one pending per message, final content exact', async () => {
+    const time = manualScheduler()
+    const released: (() => void)[] = []
+    const writes: { op: 'create' | 'update'; content: string }[] = []
+    let inFlight = 0
+    let maxInFlight = 0
+    let maxQueued = 0
+    // Every write waits until the test releases it: the store is as slow as the test wants.
+    const slow = async <T>(op: 'create' | 'update', content: string, value: T): Promise<T> => {
+      inFlight++
+      maxInFlight = Math.max(maxInFlight, inFlight)
+      await new Promise<void>((resolve) => released.push(resolve))
+      writes.push({ op, content })
+      inFlight--
+      return value
+    }
+    const sink: CoalescerSink = { create: (_kind, text) => slow('create', text, 'm1'), update: (_id, content) => slow('update', content, undefined) }
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    let expected = ''
+    for (let i = 0; i < 30_000; i++) {
+      c.chunk('REASONING', `${i};`)
+      expected += `${i};`
+      if (i % 100 === 99) time.advance(7) // 2.1 s of windows while the create is still in flight
+      maxQueued = Math.max(maxQueued, c.queuedWrites)
+    }
+    expect(maxQueued).toBeLessThanOrEqual(1)
+    const flushed = c.flush()
+    for (let step = 0; step < 100 && (released.length > 0 || inFlight > 0); step++) {
+      released.shift()?.()
+      await new Promise((r) => setImmediate(r))
+    }
+    await flushed
+    expect(maxInFlight).toBe(1)
+    // 21 windows passed during the slow create: they collapse into one update of the full content.
+    expect(writes).toEqual([
+      { op: 'create', content: '0;' },
+      { op: 'update', content: expected },
+    ])
+  })
+
+  it('a producer waits for room when many messages queue behind a slow store', async () => {
+    const time = manualScheduler()
+    const released: (() => void)[] = []
+    const stored: string[] = []
+    const sink: CoalescerSink = {
+      create: async (_kind, text) => {
+        await new Promise<void>((resolve) => released.push(resolve))
+        stored.push(text)
+        return `m${stored.length}`
+      },
+      update: async () => undefined,
+    }
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    let produced = 0
+    const producer = (async () => {
+      for (let i = 0; i < 20; i++) {
+        await c.room()
+        c.chunk('MESSAGE', `message ${i}`, `agent-${i}`)
+        produced++
+      }
+    })()
+    for (let step = 0; step < 100 && stored.length < 20; step++) {
+      await new Promise((r) => setImmediate(r))
+      expect(c.queuedWrites).toBeLessThanOrEqual(MAX_QUEUED_WRITES)
+      expect(produced - stored.length).toBeLessThanOrEqual(MAX_QUEUED_WRITES + 1)
+      released.shift()?.()
+    }
+    await producer
+    await c.flush()
+    expect(stored).toEqual(Array.from({ length: 20 }, (_, i) => `message ${i}`))
   })
 })

@@ -42,10 +42,26 @@ describe('addMessage across two server instances on one PostgreSQL', () => {
     )
     expect(results.flatMap((r) => r.errors ?? [])).toEqual([])
     expect(results.filter((r) => r.data?.addMessage.replayed === false)).toHaveLength(1)
-    expect(await a.store.db.message.count({ where: { id: clientMessageId } })).toBe(1)
+    expect(await a.store.db.message.count({ where: { clientMessageId } })).toBe(1)
     const turns = await a.store.db.turn.findMany({ where: { sessionId, lifecycleOnly: false } })
     expect(turns).toHaveLength(1)
     await eventually(async () => (await a.store.db.turn.findFirstOrThrow({ where: { id: turns[0]!.id } })).completedAt)
+
+    // Dispatched once, by the instance that accepted the id (no other instance sent it to an agent).
+    const winner = results.findIndex((r) => r.data?.addMessage.replayed === false) % 2 ? b : a
+    const loser = winner === a ? b : a
+    expect(winner.sessions.runtime(sessionId)?.dispatchedPrompts).toBe(1)
+    expect(loser.sessions.runtime(sessionId)?.dispatchedPrompts ?? 0).toBe(0)
+    // The agent that got it received it once: `count` through the same instance answers 2 (once + count).
+    await ok(winner.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: 'count' } })
+    await eventually(async () => {
+      const done = await a.store.db.turn.count({ where: { sessionId, lifecycleOnly: false, completedAt: { not: null } } })
+      return done === 2
+    })
+    const messages = await a.store.db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } })
+    expect(messages.at(-1)?.content).toBe('prompts received: 2')
+    expect(winner.sessions.runtime(sessionId)?.dispatchedPrompts).toBe(2)
+    expect(loser.sessions.runtime(sessionId)?.dispatchedPrompts ?? 0).toBe(0)
   })
 
   it('moving a task to a terminal step completes its sessions', async () => {

@@ -107,9 +107,30 @@ describe('sessions with the real mock agent (sqlite)', () => {
     const refused = await http(server.graphqlUrl, token, AddMessageDocument, { input: { taskId: b, sessionId: sb.id, clientMessageId: id, content: 'theirs' } })
     expect(errorCodes(refused)).toEqual(['CONFLICT'])
     expect(await server.store.db.message.count({ where: { taskId: b } })).toBe(0)
-    expect((await server.store.db.message.findUniqueOrThrow({ where: { id } })).content).toBe('mine')
+    expect((await server.store.db.message.findFirstOrThrow({ where: { clientMessageId: id } })).content).toBe('mine')
     expect((await detail(sb.id)).turns.filter((t) => !t.lifecycleOnly)).toHaveLength(0)
     await idle(sa.id)
+  })
+
+  it('a client message id used in a workspace the caller cannot see behaves as unused: a new message, the owner’s untouched', async () => {
+    const a = await newTask('a')
+    const sa = await start(a)
+    const id = randomUUID()
+    await send(a, sa.id, 'mine', id)
+    await idle(sa.id)
+    const other = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'other' })).createUser.token
+    const otherWorkspace = (await ok(server.graphqlUrl, other, CreateWorkspaceDocument, { name: 'elsewhere' })).createWorkspace.id
+    const b = (await ok(server.graphqlUrl, other, CreateTaskDocument, { input: { workspaceId: otherWorkspace, title: 'b' } })).createTask.id
+    const sb = (await ok(server.graphqlUrl, other, StartSessionDocument, { input: { taskId: b } })).startSession.id
+    const input = { taskId: b, sessionId: sb, clientMessageId: id, content: 'theirs' }
+    const fresh = await http(server.graphqlUrl, other, AddMessageDocument, { input })
+    expect(fresh.errors).toBeUndefined()
+    expect(fresh.data?.addMessage).toMatchObject({ replayed: false, message: { id, taskId: b, sessionId: sb, content: 'theirs' } })
+    // Within the other workspace the id is now owned there: a retry replays, like any fresh id's.
+    expect((await ok(server.graphqlUrl, other, AddMessageDocument, { input })).addMessage).toMatchObject({ replayed: true, message: { id, content: 'theirs' } })
+    const mine = (await detail(sa.id)).messages.filter((m) => m.author === 'USER')
+    expect(mine).toMatchObject([{ id, content: 'mine', version: 1 }])
+    expect((await detail(sa.id)).turns.filter((t) => !t.lifecycleOnly)).toHaveLength(1)
   })
 
   it('rejects a bad client message id or oversized content with BAD_USER_INPUT and stores nothing', async () => {
@@ -177,15 +198,13 @@ describe('sessions with the real mock agent (sqlite)', () => {
   it('a subagent counts in activeSubagentCount and shows BACKGROUND activity once the turn is over', async () => {
     const taskId = await newTask()
     const session = await start(taskId)
-    await send(taskId, session.id, script({ subagent: { title: 'explore', ms: 1500 } }))
+    // The subagent's end is a later prompt's step, not a timer: nothing here depends on wall time.
+    await send(taskId, session.id, script({ subagent: { title: 'explore', id: 'explore-1' } }))
     await idle(session.id)
-    const during = await summary(taskId)
-    expect(during).toMatchObject({ activeSubagentCount: 1, foregroundActivity: 'BACKGROUND' })
-    const after = await eventually(async () => {
-      const s = await summary(taskId)
-      return s.activeSubagentCount === 0 && s
-    })
-    expect(after.foregroundActivity).toBeNull()
+    expect(await summary(taskId)).toMatchObject({ activeSubagentCount: 1, foregroundActivity: 'BACKGROUND' })
+    await send(taskId, session.id, script({ finishSubagent: 'explore-1' }))
+    await idle(session.id)
+    expect(await summary(taskId)).toMatchObject({ activeSubagentCount: 0, foregroundActivity: null })
   })
 
   it('a recoverable agent error becomes the session error and the active error, and a newer agent response clears it', async () => {

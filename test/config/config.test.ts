@@ -39,6 +39,8 @@ describe('loadConfig', () => {
     [{ AGENT_PROFILES: '{not json' }, 'AGENT_PROFILES'],
     [{ AGENT_PROFILES: '{"x": {"command": []}}' }, 'AGENT_PROFILES'],
     [{ AGENT_PROFILES: '/no/such/profiles.json' }, 'AGENT_PROFILES'],
+    [{ REPOSITORY_ROOTS: 'relative/dir' }, 'REPOSITORY_ROOTS'],
+    [{ REPOSITORY_ROOTS: '/srv/repos:~/code' }, 'REPOSITORY_ROOTS'],
   ])('names the bad variable in %o', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError)
     expect(() => loadConfig(env)).toThrow(new RegExp(variable))
@@ -50,5 +52,12 @@ describe('loadConfig', () => {
     const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'profiles-')), 'p.json')
     writeFileSync(file, JSON.stringify({ x: { command: ['x'] } }))
     expect(loadConfig({ AGENT_PROFILES: file }).agentProfiles).toEqual({ x: { command: ['x'], env: {} } })
+  })
+
+  it('reads REPOSITORY_ROOTS as a :-separated list of absolute directories, defaulting to the home directory', () => {
+    expect(loadConfig({}).repositoryRoots).toEqual([os.homedir()])
+    expect(loadConfig({ REPOSITORY_ROOTS: '' }).repositoryRoots).toEqual([os.homedir()])
+    expect(loadConfig({ REPOSITORY_ROOTS: '/srv/repos' }).repositoryRoots).toEqual(['/srv/repos'])
+    expect(loadConfig({ REPOSITORY_ROOTS: '/srv/repos::/home/dev/code/../work/' }).repositoryRoots).toEqual(['/srv/repos', '/home/dev/work'])
   })
 })

@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ExecutionResult } from 'graphql'
+import { Cohorts } from '../../src/delivery/cohorts.ts'
+import { subscriptionQueue } from '../../src/pubsub/subscription-queue.ts'
+import type { Logger } from '../../src/observability/logger.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
@@ -44,5 +48,54 @@ describe('workspace feed cohorts (one execution per event for identical subscrip
     for (const f of feeds.slice(1)) f.dispose()
     await eventually(() => server.gateway.cohorts.size === 0)
     await Promise.all([...clients, intruderClient].map((c) => c.dispose()))
+  })
+})
+
+describe('Cohorts when the shared source ends or fails', () => {
+  const logger = () => {
+    const lines: object[] = []
+    const log = (fields: object) => void lines.push(fields)
+    return { lines, logger: { warn: log, error: log, info: log, debug: log } as unknown as Logger }
+  }
+  /** A source the test feeds, ends or breaks (its pending read rejects, as a lost pub/sub connection does). */
+  function source() {
+    const { push, iterator } = subscriptionQueue<ExecutionResult>({ limit: 10, onReturn: () => undefined })
+    let breakPending: (error: Error) => void = () => undefined
+    const broken = new Promise<never>((_, reject) => (breakPending = reject))
+    broken.catch(() => undefined) // observed through the race in next()
+    const next = iterator.next.bind(iterator)
+    iterator.next = () => Promise.race([next(), broken])
+    return { push, iterator, end: () => iterator.return?.(), break: breakPending }
+  }
+  const join = async (cohorts: Cohorts, subscribe: () => AsyncIterableIterator<ExecutionResult>) =>
+    (await cohorts.join('k', subscribe)) as AsyncIterableIterator<ExecutionResult>
+
+  it('completes every member after the results it was owed when the source ends', async () => {
+    const { logger: log } = logger()
+    const cohorts = new Cohorts(log)
+    const feed = source()
+    const members = [await join(cohorts, () => feed.iterator), await join(cohorts, () => source().iterator)]
+    feed.push({ data: { n: 1 } })
+    await feed.end()
+    for (const member of members) {
+      expect(await member.next()).toEqual({ value: { data: { n: 1 } }, done: false })
+      expect(await member.next()).toEqual({ value: undefined, done: true })
+    }
+    expect(cohorts.size).toBe(0)
+  })
+
+  it('ends every member with an error, logs without content, and keeps no cohort when the source fails', async () => {
+    const { logger: log, lines } = logger()
+    const cohorts = new Cohorts(log)
+    const feed = source()
+    const member = await join(cohorts, () => feed.iterator)
+    feed.push({ data: { secret: 'transcript text' } })
+    await expect(member.next()).resolves.toMatchObject({ value: { data: { secret: 'transcript text' } } })
+    feed.break(new Error('injected: connection lost'))
+    await expect(member.next()).rejects.toMatchObject({ extensions: { code: 'INTERNAL_SERVER_ERROR' } })
+    expect(await member.next()).toEqual({ value: undefined, done: true })
+    expect(cohorts.size).toBe(0)
+    expect(lines).toHaveLength(1)
+    expect(JSON.stringify(lines)).not.toContain('transcript text')
   })
 })

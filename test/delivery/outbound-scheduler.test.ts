@@ -110,18 +110,83 @@ describe('OutboundScheduler', () => {
     expect(evicted).toEqual(['noisy', 'noisy', 'noisy'])
   })
 
-  it('does not let a session take another session’s room when the connection allowance is full', () => {
+  it('when the connection allowance is full, evicts from the session holding the most keys and queues the quiet session’s update', () => {
     const s = fakeSocket()
-    const rejected: string[] = []
-    const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 4, replaceablePerConnection: 4 }), {
-      rejected: (id) => rejected.push(id),
+    const evicted: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 4, replaceablePerConnection: 6 }), {
+      evicted: (id) => evicted.push(id),
     })
     scheduler.enqueueControl('busy')
     for (let i = 1; i <= 4; i++) scheduler.enqueueReplaceable(`a${i}`, 'a', `m${i}`)
-    scheduler.enqueueReplaceable('b1', 'b', 'x')
+    for (let i = 1; i <= 2; i++) scheduler.enqueueReplaceable(`b${i}`, 'b', `m${i}`)
+    scheduler.enqueueReplaceable('c1', 'c', 'x')
+    expect(scheduler.depth.replaceable).toBe(6)
     s.drainAll()
-    expect(s.written).toEqual(['busy', 'a1', 'a2', 'a3', 'a4'])
-    expect(rejected).toEqual(['b'])
+    expect(evicted).toEqual(['a'])
+    expect(s.written).toEqual(['busy', 'a2', 'b1', 'c1', 'a3', 'b2', 'a4'])
+  })
+
+  it('a barrier flushes only its own session’s earlier replaceables, outside the semantic lane’s bound', () => {
+    const s = fakeSocket()
+    const closes: string[] = []
+    const scheduler = new OutboundScheduler(s.socket, limits({ semantic: 4 }), { overflowClosed: (c) => closes.push(c) })
+    scheduler.enqueueControl('busy')
+    scheduler.enqueueSemantic('quiet: added', 'quiet')
+    for (let i = 1; i <= 10; i++) scheduler.enqueueReplaceable(`noisy: m${i}`, 'noisy', `m${i}`)
+    scheduler.enqueueSemantic('noisy: turn completed', 'noisy')
+    scheduler.enqueueReplaceable('quiet: m1', 'quiet', 'm1')
+    expect(closes).toEqual([])
+    expect(scheduler.depth).toEqual({ control: 0, semantic: 2, replaceable: 11 })
+    s.drainAll()
+    expect(s.closed).toBeUndefined()
+    const order = s.written
+    for (let i = 1; i <= 10; i++) expect(order.indexOf(`noisy: m${i}`)).toBeLessThan(order.indexOf('noisy: turn completed'))
+    expect(order).toContain('quiet: m1')
+    expect(order).toHaveLength(14)
+  })
+
+  it('a noisy session’s barriers never make the connection close: its replaceables stay within its own allowance', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits({ semantic: 8, replaceablePerSession: 32 }))
+    scheduler.enqueueControl('busy')
+    for (let turn = 0; turn < 4; turn++) {
+      for (let i = 0; i < 40; i++) scheduler.enqueueReplaceable(`noisy ${turn}.${i}`, 'noisy', `m${turn}.${i}`)
+      scheduler.enqueueSemantic(`noisy turn ${turn}`, 'noisy')
+    }
+    expect(s.closed).toBeUndefined()
+    expect(scheduler.depth.semantic).toBe(4)
+    expect(scheduler.depth.replaceable).toBeLessThanOrEqual(32)
+    scheduler.enqueueControl('response')
+    s.drainOne()
+    expect(s.written.at(-1)).toBe('response')
+  })
+
+  it('forgets a session once it has nothing queued', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits())
+    scheduler.enqueueControl('busy')
+    for (const id of ['a', 'b', 'c']) {
+      scheduler.enqueueReplaceable(`${id}: m1`, id, 'm1')
+      scheduler.enqueueSemantic(`${id}: turn`, id)
+      scheduler.enqueueReplaceable(`${id}: m2`, id, 'm2')
+    }
+    expect(scheduler.trackedSessions).toBe(3)
+    s.drainAll()
+    expect(s.written).toHaveLength(10)
+    expect(scheduler.trackedSessions).toBe(0)
+  })
+
+  it('forgets a session whose last entry was evicted for another session', () => {
+    const s = fakeSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerConnection: 2 }))
+    scheduler.enqueueControl('busy')
+    scheduler.enqueueReplaceable('a1', 'a', 'm')
+    scheduler.enqueueReplaceable('b1', 'b', 'm')
+    scheduler.enqueueReplaceable('c1', 'c', 'm')
+    expect(scheduler.trackedSessions).toBe(2)
+    s.drainAll()
+    expect(s.written).toEqual(['busy', 'b1', 'c1'])
+    expect(scheduler.trackedSessions).toBe(0)
   })
 
   it('closes the connection with 1013 when control traffic cannot be queued', () => {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
+import { print } from 'graphql'
 import { ok, wsClient, wsExecute } from '../support/client.ts'
 import { rawGraphqlWs } from '../support/raw-ws.ts'
-import { eventually } from '../support/wait.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
 import {
@@ -20,54 +20,70 @@ const limits = { ...DEFAULT_LIMITS, control: 8, semantic: 16, socketHighWater: 6
 
 describe('delivery under notification pressure (sqlite, real mock agents)', () => {
   let server: TestServer
+  /** The same server with the plain FIFO of a stock graphql-ws server: proves the ordering assertion discriminates. */
+  let fifoServer: TestServer
   let token: string
-  let workspaceId: string
+  const owners = new Map<TestServer, { token: string; workspaceId: string }>()
 
   beforeAll(async () => {
-    server = await startTestServer('sqlite', { deliveryLimits: limits })
-    const owner = await userWithWorkspace(server, 'dev')
-    token = owner.token
-    workspaceId = owner.workspaceId
+    ;[server, fifoServer] = await Promise.all([
+      startTestServer('sqlite', { deliveryLimits: limits }),
+      startTestServer('sqlite', { deliveryLimits: { ...limits, fifo: true } }),
+    ])
+    for (const on of [server, fifoServer]) owners.set(on, await userWithWorkspace(on, 'dev'))
+    token = owners.get(server)!.token
   })
-  afterAll(() => server?.close())
+  afterAll(() => Promise.all([server?.close(), fifoServer?.close()]))
 
-  async function newSession(title: string) {
-    const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title } })).createTask.id
-    const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
-    return { taskId, sessionId }
+  async function newSession(title: string, on: TestServer = server) {
+    const { token, workspaceId } = owners.get(on)!
+    const taskId = (await ok(on.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title } })).createTask.id
+    const sessionId = (await ok(on.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    return { taskId, sessionId, token }
   }
   const addMessage = (s: { taskId: string; sessionId: string }, content: string) => ({
     query: AddMessageDocument,
     variables: { input: { taskId: s.taskId, sessionId: s.sessionId, clientMessageId: randomUUID(), content } },
   })
-  const settled = (sessionId: string) => sessionSettled(server, sessionId)
+  const settled = (sessionId: string, on: TestServer = server) => sessionSettled(on, sessionId)
 
-  it('GIVEN notification traffic saturates the queue, WHEN the selected session sends a message, THEN its response comes first or the connection closes with 1013', async () => {
-    const noisy = await newSession('noisy')
-    const selected = await newSession('selected')
-    const client = await rawGraphqlWs(server.wsUrl, token)
+  /**
+   * A stalled reader subscribed to a noisy session whose whole flood, turn completion included,
+   * is queued on the server; then a request of another session is answered while the reader is
+   * still stalled. Returns the response and the noisy TurnCompleted in arrival order.
+   */
+  async function urgentRequestBehindBacklog(on: TestServer) {
+    const noisy = await newSession('noisy', on)
+    const selected = await newSession('selected', on)
+    const client = await rawGraphqlWs(on.wsUrl, noisy.token)
     client.subscribe('noisy', SessionEventsDocument, { sessionId: noisy.sessionId })
     await client.waitFor((f) => f.id === 'noisy')
     client.pauseReading()
-    await ok(server.graphqlUrl, token, AddMessageDocument, addMessage(noisy, flood(FLOOD)).variables)
-    // The server's socket backs up: its queues are full of this session's notifications.
-    await eventually(() => server.gateway.connections().some((c) => c.scheduler.depth.replaceable + c.scheduler.depth.semantic > 0))
+    await ok(on.graphqlUrl, noisy.token, AddMessageDocument, addMessage(noisy, flood(FLOOD)).variables)
+    // The noisy turn ends on the server while its notifications are still queued for the stalled reader.
+    await settled(noisy.sessionId, on)
+    expect(on.gateway.connections().some((c) => c.scheduler.depth.replaceable + c.scheduler.depth.semantic > 0)).toBe(true)
     const { query, variables } = addMessage(selected, 'urgent')
-    client.send({ id: 'send', type: 'subscribe', payload: { query: (await import('graphql')).print(query), variables } })
-    await new Promise((r) => setTimeout(r, 200)) // let the request be handled while the reader is stalled
+    client.send({ id: 'send', type: 'subscribe', payload: { query: print(query), variables } })
+    // The selected turn ends after its addMessage returned, so the response is queued by now.
+    await settled(selected.sessionId, on)
     client.resumeReading()
     const response = await client.waitFor((f) => f.id === 'send' && f.type === 'next')
-    if (!response) {
-      expect((await client.closed).code).toBe(1013)
-    } else {
-      expect(response.payload?.data).toMatchObject({ addMessage: { replayed: false, message: { content: 'urgent' } } })
-      // The response did not wait for the noisy backlog: the noisy turn was still streaming behind it.
-      const noisyDone = await client.waitFor((f) => f.id === 'noisy' && JSON.stringify(f.payload).includes('"TurnCompleted"'))
-      expect(noisyDone?.seq).toBeGreaterThan(response.seq)
-    }
+    const noisyDone = await client.waitFor((f) => f.id === 'noisy' && JSON.stringify(f.payload).includes('"TurnCompleted"'))
     client.socket.terminate()
-    await settled(noisy.sessionId)
+    expect(response?.payload?.data).toMatchObject({ addMessage: { replayed: false, message: { content: 'urgent' } } })
+    return { response: response!, noisyDone: noisyDone! }
+  }
+
+  it('GIVEN notification traffic saturates the queue, WHEN the selected session sends a message, THEN its response overtakes the queued backlog', async () => {
+    const { response, noisyDone } = await urgentRequestBehindBacklog(server)
+    expect(response.seq).toBeLessThan(noisyDone.seq)
   }, 120_000) // a 120,000-chunk stream through a stalled socket: generous on a loaded 2-core machine
+
+  it('(baseline) with a plain FIFO the same response waits behind the whole backlog', async () => {
+    const { response, noisyDone } = await urgentRequestBehindBacklog(fifoServer)
+    expect(response.seq).toBeGreaterThan(noisyDone.seq)
+  }, 120_000)
 
   it('keeps server memory for a reader that stops reading bounded, and other clients unaffected', async () => {
     const noisy = await newSession('noisy 2')

@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { errorCodes, http, ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
+import { gitRepo } from '../support/git-repo.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
@@ -33,12 +34,13 @@ describe('session streams over graphql-ws (sqlite, real mock agents)', () => {
   })
   afterAll(() => server?.close())
 
-  async function newSession(title = 't') {
-    const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title } })).createTask.id
+  async function newSession(title = 't', repositories?: { name: string; localPath: string; baseBranch: string }[]) {
+    const task = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title, repositories } })).createTask
+    const taskId = task.id
     const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
     const send = (content: string) =>
       ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content } })
-    return { taskId, sessionId, send }
+    return { taskId, sessionId, send, repositoryIds: task.repositories.map((r) => r.id) }
   }
   const settled = (sessionId: string) => sessionSettled(server, sessionId)
 
@@ -102,15 +104,24 @@ describe('session streams over graphql-ws (sqlite, real mock agents)', () => {
   })
 
   it('focusSession acknowledges without replaying anything; refreshSessionGit answers without changing membership', async () => {
-    const { sessionId } = await newSession()
+    const repo = gitRepo({ 'a.txt': 'a\n' })
+    repo.write('a.txt', 'a\nb\n')
+    const { sessionId, repositoryIds } = await newSession('with a repository', [{ name: 'acme/web', localPath: repo.dir, baseBranch: 'main' }])
     const client = await wsClient(server.wsUrl, token)
     const events = wsSubscribe(client, SessionEventsDocument, { sessionId })
     await events.waitFor(1)
+    const membership = () => server.gateway.connections().map((c) => c.memberships.sessions)
+    const before = membership()
     const ack = await wsExecute(client, FocusSessionDocument, { sessionId })
     expect(ack.data?.focusSession).toEqual({ sessionId, focused: true })
-    expect((await wsExecute(client, RefreshSessionGitDocument, { sessionId })).data?.refreshSessionGit).toEqual([])
+    const refreshed = (await wsExecute(client, RefreshSessionGitDocument, { sessionId })).data?.refreshSessionGit
+    expect(refreshed).toEqual(repositoryIds.map((taskRepositoryId) => ({ taskRepositoryId })))
+    expect(refreshed).toHaveLength(1)
     await wsExecute(client, ViewerDocument)
-    expect(events.events).toHaveLength(1)
+    expect(membership()).toEqual(before)
+    expect(before).toContainEqual([sessionId])
+    // Only live Git observations may follow: no replayed snapshot, no second join.
+    expect(events.events.map((e) => e.data?.sessionEvents.__typename).filter((t) => t !== 'SessionGitUpdated')).toEqual(['SessionJoined'])
     events.dispose()
     await client.dispose()
   })

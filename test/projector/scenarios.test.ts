@@ -10,13 +10,14 @@ import {
   deleteMessage,
   deleteSession,
   recordGitObservation,
-  recordPullRequest,
   setLaunchError,
   setSessionError,
   startTurn,
   updateMessage,
   updateSession,
 } from '../../src/store/runtime.ts'
+import { recordPullRequest } from '../../src/store/pull-requests.ts'
+import { linkRepository } from '../../src/store/github-links.ts'
 import { updateTask } from '../../src/store/tasks.ts'
 import { readSummaryRows } from '../../src/store/summaries.ts'
 
@@ -32,7 +33,8 @@ const git = (sessionId: string, taskRepositoryId: string, n: number, extra: obje
   ...extra,
 })
 
-const pr = (taskId: string, number: number, extra: object = {}) => ({
+const pr = (workspaceId: string, taskId: string, number: number, extra: object = {}) => ({
+  workspaceId,
   repository: 'acme/web',
   number,
   taskId,
@@ -50,7 +52,10 @@ const pr = (taskId: string, number: number, extra: object = {}) => ({
 
 describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
   let w: ProjectorWorld
-  beforeEach(async () => (w = await projectorWorld(provider)))
+  beforeEach(async () => {
+    w = await projectorWorld(provider)
+    await linkRepository(w.store, w.workspaceId, 'acme/web') // pull-request observations exist only under a link
+  })
   afterEach(() => w?.close())
 
   it('GIVEN a background task asks a question, errors, changes Git or gets a PR update, THEN its row updates from the feed without a session subscription', async () => {
@@ -69,7 +74,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     await w.projector.idle()
     expect(w.published.at(-1)?.summary.git).toMatchObject({ additions: 3, deletions: 3, changedFiles: 1 })
 
-    await recordPullRequest(w.store, pr(task.id, 7, { checks: 'FAILURE' }))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 7, { checks: 'FAILURE' }))
     await w.projector.idle()
     expect(w.published.at(-1)?.summary.pullRequest).toMatchObject({ aggregateState: 'FAILURE', count: 1 })
     const revisions = w.published.filter((p) => p.taskId === task.id).map((p) => p.revision)
@@ -79,12 +84,12 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
 
   it('GIVEN an active linked PR changes auto-fix or auto-merge, THEN the automation indicators update in the replacement summary', async () => {
     const task = await w.newTask()
-    await recordPullRequest(w.store, pr(task.id, 1))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 1))
     expect((await w.summary(task.id)).payload.pullRequest).toMatchObject({ autoFixEnabled: false, autoMergeEnabled: false })
-    await recordPullRequest(w.store, pr(task.id, 1, { autoMerge: true }))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 1, { autoMerge: true }))
     await w.projector.idle()
     expect(w.published.at(-1)?.summary.pullRequest).toMatchObject({ autoFixEnabled: false, autoMergeEnabled: true })
-    await recordPullRequest(w.store, pr(task.id, 1, { state: 'MERGED' }))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 1, { state: 'MERGED' }))
     expect((await w.summary(task.id)).payload.pullRequest).toMatchObject({ aggregateState: 'MERGED', autoMergeEnabled: false })
   })
 
@@ -99,7 +104,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     expect(afterGit.updatedAt.getTime()).toBeGreaterThan(before.updatedAt.getTime())
     expect(afterGit.payload.lastActivityAt).toBe(before.payload.lastActivityAt)
     w.clock.advance(60_000)
-    await recordPullRequest(w.store, pr(task.id, 3))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 3))
     const afterPr = await w.summary(task.id)
     expect(afterPr.updatedAt.getTime()).toBeGreaterThan(afterGit.updatedAt.getTime())
     expect(afterPr.payload.lastActivityAt).toBe(before.payload.lastActivityAt)
@@ -247,10 +252,10 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     w.projector.stop()
     await recordGitObservation(w.store, git(session, task.repositoryIds[0]!, 1))
     await recordGitObservation(w.store, git(session, task.repositoryIds[1]!, 2, { comparisonUnavailable: true }))
-    await recordPullRequest(w.store, pr(task.id, 4, { checks: 'PENDING' }))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 4, { checks: 'PENDING' }))
     await w.store.db.taskStatusSummary.deleteMany({ where: { taskId: task.id } })
     w.restartedProjector()
-    await recordPullRequest(w.store, pr(task.id, 5, { draft: true }))
+    await recordPullRequest(w.store, pr(w.workspaceId, task.id, 5, { draft: true }))
     const summary = await w.summary(task.id)
     expect(summary.revision).toBe(1)
     expect(summary.payload).toMatchObject({

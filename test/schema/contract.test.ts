@@ -27,10 +27,6 @@ const ALLOWED_DANGEROUS: string[] = [
  * shrinks, and it is empty once the resumable feed exists.
  */
 const NOT_YET_BUILT: string[] = [
-  // GitHub repository links — "Correct on every runtime path", item 7.
-  'FIELD_REMOVED: Workspace.githubRepositories was removed.',
-  'FIELD_REMOVED: Mutation.linkGitHubRepository was removed.',
-  'FIELD_REMOVED: Mutation.unlinkGitHubRepository was removed.',
   // MessageUpdated.append (v1.2) — "After a crash nothing stays open, and a long stream costs each byte once".
   'TYPE_REMOVED: MessageAppend was removed.',
   'FIELD_REMOVED: MessageUpdated.append was removed.',

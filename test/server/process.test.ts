@@ -28,7 +28,14 @@ function startProcess(env: Record<string, string>) {
     void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
   })
   listening.catch(() => undefined) // awaited by the tests that expect a start; others watch `exited`
-  return { child, exited, listening, output: () => ({ stdout, stderr }) }
+  /** Listening and past startup recovery: GraphQL answers 503 UNAVAILABLE before that. */
+  const ready = listening.then(async () => {
+    const port = Number(env.PORT)
+    while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200)
+      await new Promise((r) => setTimeout(r, 50))
+  })
+  ready.catch(() => undefined)
+  return { child, exited, listening, ready, output: () => ({ stdout, stderr }) }
 }
 
 const viewer = (port: number, token: string) =>
@@ -45,7 +52,7 @@ describe.each(PROVIDERS)('the server process (%s)', (provider) => {
     const env = { DATABASE_URL: databaseUrl, PORT: String(port) }
 
     const first = startProcess(env)
-    await first.listening
+    await first.ready
     const token = /Admin token[^\n]*\n\s*\n\s*(\S+)/.exec(first.output().stderr)?.[1]
     expect(token).toMatch(/^tss_/)
     expect((await viewer(port, token!)).data?.viewer.user.name).toBe('admin')
@@ -62,7 +69,7 @@ describe.each(PROVIDERS)('the server process (%s)', (provider) => {
     expect(first.output().stdout).not.toContain(token!)
 
     const second = startProcess(env)
-    await second.listening
+    await second.ready
     expect(second.output().stderr).not.toContain('Admin token')
     expect((await viewer(port, token!)).data?.viewer.user.name).toBe('admin')
     second.child.kill('SIGINT')
@@ -75,7 +82,7 @@ describe('agent processes at shutdown', () => {
     const port = await freePort()
     const adminToken = 'shutdown-admin-token-0123456789'
     const run = startProcess({ ADMIN_TOKEN: adminToken, PORT: String(port), DATABASE_URL: `file:${path.join(tempDir('shutdown'), 'app.db')}` })
-    await run.listening
+    await run.ready
     const gql = async (query: string) =>
       (await (
         await fetch(`http://127.0.0.1:${port}/graphql`, {
@@ -112,7 +119,7 @@ describe('the server process configuration', () => {
       PORT: String(port),
       DATABASE_URL: `file:${path.join(tempDir('env-admin'), 'app.db')}`,
     })
-    await run.listening
+    await run.ready
     expect(run.output().stderr).not.toContain('Admin token')
     expect((await viewer(port, adminToken)).data?.viewer.user.name).toBe('admin')
     run.child.kill('SIGTERM')

@@ -36,3 +36,28 @@ describe('GraphQL waits for readiness (sqlite)', () => {
     expect(((await served.json()) as { data: { viewer: { user: { id: string } } } }).data.viewer.user.id).toBeTruthy()
   })
 })
+
+describe('WebSocket waits for readiness (sqlite)', () => {
+  it('refuses the handshake with 503 while readiness is held, and accepts once ready', async () => {
+    const { default: WebSocket } = await import('ws')
+    const server = await startTestServer('sqlite')
+    const handshake = () =>
+      new Promise<number>((resolve) => {
+        const socket = new WebSocket(server.wsUrl, 'graphql-transport-ws')
+        socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+        socket.on('open', () => {
+          socket.close()
+          resolve(101)
+        })
+        socket.on('error', () => undefined)
+      })
+    try {
+      const release = server.readiness.hold('startup recovery')
+      expect(await handshake()).toBe(503)
+      release()
+      expect(await handshake()).toBe(101)
+    } finally {
+      await server.close()
+    }
+  })
+})

@@ -47,6 +47,13 @@ describe('currentAuthoritativeTurn', () => {
       turns: [reservation('r', 9, { promptDispatchAttempted: true }), turn('old', 1)],
       expected: 'r',
     },
+    { name: 'skips a newer lifecycle-only turn (agent relaunch)', turns: [turn('boot', 9, { lifecycleOnly: true }), turn('user', 5)], expected: 'user' },
+    { name: 'only lifecycle-only turns', turns: [turn('boot', 9, { lifecycleOnly: true })], expected: undefined },
+    {
+      name: 'a lifecycle-only turn with the same start does not win the tie',
+      turns: [turn('zz-boot', 5, { lifecycleOnly: true }), turn('aa-user', 5)],
+      expected: 'aa-user',
+    },
     { name: 'same start: the greater id (deterministic)', turns: [turn('a', 5), turn('b', 5)], expected: 'b' },
     { name: 'same start, reversed input', turns: [turn('b', 5), turn('a', 5)], expected: 'b' },
   ])('$name → $expected', ({ turns, expected }) => {
@@ -132,6 +139,21 @@ describe('sessionPendingAction', () => {
     {
       name: 'a row in a non-authoritative reservation does not arm',
       s: live({ recentTurns: [reservation('r2', 5), turn('t1', 1)], pendingRequests: [permission('r2')] }),
+      expected: null,
+    },
+    {
+      name: 'a relaunch turn recorded after the user’s turn keeps the user’s permission pending',
+      s: live({ recentTurns: [turn('boot', 5, { lifecycleOnly: true }), turn('t1', 1)], pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'a relaunch turn recorded before the user’s turn keeps the user’s clarification pending',
+      s: live({ recentTurns: [turn('t1', 5), turn('boot', 1, { lifecycleOnly: true })], pendingRequests: [clarification('t1')] }),
+      expected: 'CLARIFICATION',
+    },
+    {
+      name: 'a row in a lifecycle-only turn does not arm',
+      s: live({ recentTurns: [turn('boot', 5, { lifecycleOnly: true })], pendingRequests: [permission('boot')] }),
       expected: null,
     },
     {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import os from 'node:os'
 import { pino } from 'pino'
 import type { DatabaseProvider } from '../../src/config/config.ts'
 import { loadConfig } from '../../src/config/config.ts'
@@ -19,7 +20,7 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const adminToken = `admin_${randomBytes(16).toString('hex')}`
   const databaseUrl = options.databaseUrl ?? (await migratedDatabase(provider))
-  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, ...options.env })
+  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, REPOSITORY_ROOTS: os.tmpdir(), ...options.env })
   const server = await startServer(config, {
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     skipMigrations: true,

@@ -22,7 +22,9 @@ type Step =
   | { tool: { title: string; kind?: string; status?: 'completed' | 'failed' } }
   | { permission: { title: string; wait?: boolean } }
   | { clarify: { question: string; wait?: boolean } }
-  | { subagent: { title: string; ms: number } }
+  /** With `ms` it finishes on its own; with `id` it runs until a later `finishSubagent` step names it. */
+  | { subagent: { title: string; ms?: number; id?: string } }
+  | { finishSubagent: string }
   | { models: { current: string; available: string[] } }
   | { write: { path: string; content: string } }
   | { sleep: number }
@@ -30,6 +32,8 @@ type Step =
   | { crash: number }
 
 let promptsReceived = 0
+/** Subagents that end when a later step says so: a test drives their end, not a timer. */
+const openSubagents = new Map<string, () => Promise<void>>()
 const cancelled = new Set<string>()
 
 function split(text: string, parts: number): string[] {
@@ -113,9 +117,15 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
     const notify = (state: SubagentParams['state']) =>
       client.notify<SubagentParams>(SUBAGENT_METHOD, { sessionId, subagentId, title: step.subagent.title, state })
     await notify('started')
+    if (step.subagent.id !== undefined) openSubagents.set(step.subagent.id, () => notify('finished'))
     // The subagent runs on in the background; the turn does not wait for it.
-    setTimeout(() => void notify('finished').catch(() => undefined), step.subagent.ms)
+    else setTimeout(() => void notify('finished').catch(() => undefined), step.subagent.ms ?? 0)
     return
+  }
+  if ('finishSubagent' in step) {
+    const finish = openSubagents.get(step.finishSubagent)
+    openSubagents.delete(step.finishSubagent)
+    return finish?.()
   }
   if ('models' in step)
     return client.notify('session/update', {

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts'
 import { requireReadableTask } from '../authorize.ts'
 import { badInput, notFound } from '../../errors.ts'
-import { findPullRequest, recordPullRequest } from '../../store/runtime.ts'
+import { findPullRequest, recordPullRequest } from '../../store/pull-requests.ts'
 import type { PullRequestRow } from '../../store/rows.ts'
 import { TaskRef } from './task.ts'
 
@@ -62,10 +62,11 @@ builder.mutationField('setPullRequestAutomation', (t) =>
     args: { input: t.arg({ type: PullRequestAutomationInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       if (input.autoFix == null && input.autoMerge == null) throw badInput('Give autoFix, autoMerge or both.', 'input')
-      await requireReadableTask(ctx, input.taskId)
-      const pr = await findPullRequest(ctx.store, input.repository, input.number)
-      if (!pr || pr.taskId !== input.taskId) throw notFound('Pull request of this task', `${input.repository}#${input.number}`)
-      return recordPullRequest(ctx.store, {
+      const task = await requireReadableTask(ctx, input.taskId)
+      const missing = () => notFound('Pull request of this task', `${input.repository}#${input.number}`)
+      const pr = await findPullRequest(ctx.store, task.workspaceId, input.repository, input.number)
+      if (!pr || pr.taskId !== input.taskId) throw missing()
+      const updated = await recordPullRequest(ctx.store, {
         ...pr,
         state: pr.state as 'OPEN' | 'CLOSED' | 'MERGED',
         checks: pr.checks as 'NONE' | 'PENDING' | 'SUCCESS' | 'FAILURE',
@@ -74,6 +75,8 @@ builder.mutationField('setPullRequestAutomation', (t) =>
         autoMerge: input.autoMerge ?? pr.autoMerge,
         updatedAt: ctx.store.now(),
       })
+      if (!updated) throw missing() // the repository was unlinked meanwhile
+      return updated
     },
   }),
 )

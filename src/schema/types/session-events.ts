@@ -4,7 +4,8 @@ import { notFound } from '../../errors.ts'
 import { RESYNC, type SessionEventPayload } from '../../pubsub/pubsub.ts'
 import { transformIterator } from '../../pubsub/transform.ts'
 import { findMessage, findTurn } from '../../store/runtime.ts'
-import { messagesOfSession } from '../../store/sessions.ts'
+import { findSessions, gitOfSessions, messagesOfSession } from '../../store/sessions.ts'
+import type { Store } from '../../store/store.ts'
 import type { Context } from '../context.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { requireReadableSession } from '../authorize.ts'
@@ -112,35 +113,58 @@ const SessionEventRef = builder.unionType('SessionEvent', {
   resolveType: (event) => event.type,
 })
 
-/** Loads what one session event renders, with loaders fresh for this event; undefined skips it. */
-async function resolveSessionEvent(ctx: Context, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
-  ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
+/** Reads what one published session event renders (rows only; nothing viewer-specific). */
+async function readSessionEvent(store: Store, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
   switch (payload.type) {
     case 'MessageAdded':
     case 'MessageUpdated': {
-      const message = await findMessage(ctx.store, payload.messageId)
+      const message = await findMessage(store, payload.messageId)
       return message ? { type: payload.type, message } : undefined
     }
     case 'MessageDeleted':
       return { type: 'MessageDeleted', sessionId: payload.sessionId, messageId: payload.messageId }
     case 'SessionStateChanged': {
-      const session = await ctx.loaders.session.load(payload.sessionId)
+      const [session] = await findSessions(store, [payload.sessionId])
       return session ? { type: 'SessionStateChanged', session } : undefined
     }
     case 'SessionModelsUpdated': {
-      const session = await ctx.loaders.session.load(payload.sessionId)
+      const [session] = await findSessions(store, [payload.sessionId])
       return session ? { type: 'SessionModelsUpdated', sessionId: session.id, models: sessionModels(session) } : undefined
     }
     case 'TurnStarted':
     case 'TurnCompleted': {
-      const turn = await findTurn(ctx.store, payload.turnId)
+      const turn = await findTurn(store, payload.turnId)
       return turn ? { type: payload.type, turn } : undefined
     }
     case 'SessionGitUpdated':
-      return { type: 'SessionGitUpdated', sessionId: payload.sessionId, git: await ctx.loaders.gitOfSession.load(payload.sessionId) }
+      return { type: 'SessionGitUpdated', sessionId: payload.sessionId, git: await gitOfSessions(store, [payload.sessionId]) }
     case 'SessionResync':
       return payload
   }
+}
+
+/**
+ * The pub/sub hands the same payload object to every local subscriber of the event (in process
+ * and after one JSON.parse per Redis message), so keying by identity makes the read once per
+ * event per instance, whatever the number of subscribers; the entry goes when the event does.
+ * Publishers build a new payload object per publish, so an entry never outlives its event's rows.
+ */
+const sharedReads = new WeakMap<SessionEventPayload, Promise<SessionEventValue | undefined>>()
+
+function sharedSessionEvent(store: Store, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
+  let read = sharedReads.get(payload)
+  if (!read) {
+    // A failed read fails this event for every subscriber alike: each subscription ends with an error frame.
+    read = readSessionEvent(store, payload)
+    sharedReads.set(payload, read)
+  }
+  return read
+}
+
+/** One subscriber's view of an event: loaders fresh for this event, rows shared with the other subscribers. */
+function resolveSessionEvent(ctx: Context, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
+  ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
+  return sharedSessionEvent(ctx.store, payload)
 }
 
 /** Yields `first`, then `rest`; return() reaches `rest` and runs `onEnd` exactly once. */

@@ -77,7 +77,11 @@ export const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
 
 export const MessageRef = builder.objectRef<MessageRow>('Message').implement({
   fields: (t) => ({
-    id: t.exposeID('id', { description: 'For user messages this is the client-generated clientMessageId.' }),
+    id: t.id({
+      description: 'For user messages this is the client-generated clientMessageId.',
+      // The row's own id is the server's; a client reconciles its prompts by the id it sent.
+      resolve: (m) => m.clientMessageId ?? m.id,
+    }),
     sessionId: t.exposeID('sessionId'),
     taskId: t.exposeID('taskId'),
     turnId: t.exposeID('turnId', { nullable: true }),

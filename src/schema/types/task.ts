@@ -4,7 +4,9 @@ import { boundedText, intInRange, optionalText } from '../validate.ts'
 import { decodeTaskCursor, encodeTaskCursor } from '../cursor.ts'
 import { badInput, notFound } from '../../errors.ts'
 import { createTask, deleteTask, listTasks, StepNotInWorkspace, updateTask } from '../../store/tasks.ts'
+import type { NewTaskRepository } from '../../store/tasks.ts'
 import type { TaskRepositoryRow, TaskRow } from '../../store/rows.ts'
+import { checkLocalPath } from '../../git/repository-roots.ts'
 import type { Context } from '../context.ts'
 
 export const MAX_TASKS_PAGE = 500
@@ -17,7 +19,9 @@ export const TaskRef = builder.objectRef<TaskRow>('Task')
 export const TaskRepositoryRef = builder.objectRef<TaskRepositoryRow>('TaskRepository').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
-    name: t.exposeString('name'),
+    name: t.exposeString('name', {
+      description: 'For a GitHub repository its full name, owner/name: pull requests link to it by this name and their head branch.',
+    }),
     localPath: t.exposeString('localPath', {
       nullable: true,
       description: 'Working tree the Git monitor observes (may be null for a repository with no local checkout).',
@@ -129,6 +133,27 @@ const UpdateTaskInput = builder.inputType('UpdateTaskInput', {
   }),
 })
 
+/**
+ * Replaces each localPath by its real path, or refuses the input when one does not resolve to a
+ * directory inside REPOSITORY_ROOTS: the Git monitor and the agents work in that directory.
+ */
+async function confinedRepositories<R extends Pick<NewTaskRepository, 'localPath'>>(ctx: Context, repositories: R[]): Promise<R[]> {
+  return Promise.all(
+    repositories.map(async (repository) => {
+      if (repository.localPath == null) return repository
+      const check = await checkLocalPath(repository.localPath, ctx.repositoryRoots)
+      if (!check.ok)
+        throw badInput(
+          check.reason === 'not-absolute'
+            ? 'repositories.localPath must be an absolute path.'
+            : 'repositories.localPath must be an existing directory inside one of the REPOSITORY_ROOTS.',
+          'repositories.localPath',
+        )
+      return { ...repository, localPath: check.realPath }
+    }),
+  )
+}
+
 function stepError(error: unknown): never {
   if (error instanceof StepNotInWorkspace)
     throw badInput('workflowStepId is not a step of this task’s workspace.', 'workflowStepId')
@@ -156,6 +181,8 @@ builder.mutationFields((t) => ({
         })),
       }
       await requireWorkspaceMember(ctx, input.workspaceId)
+      // After the membership check: only members may learn whether a path is acceptable.
+      validated.repositories = await confinedRepositories(ctx, validated.repositories)
       const task = await createTask(ctx.store, validated).catch(stepError)
       return task
     },

@@ -1,14 +1,22 @@
 import { builder } from '../builder.ts'
-import { requirePrincipal, requireWorkspaceMember } from '../authorize.ts'
+import { requireAdmin, requirePrincipal, requireWorkspaceMember } from '../authorize.ts'
 import { boundedText } from '../validate.ts'
-import { notFound } from '../../errors.ts'
+import { badInput, notFound } from '../../errors.ts'
 import { addMember, createWorkspace } from '../../store/workspaces.ts'
+import { linkRepository, unlinkRepository } from '../../store/github-links.ts'
+import { parseRepositoryFullName } from '../../github/repository-name.ts'
 import type { WorkspaceRow } from '../../store/rows.ts'
+import type { Context } from '../context.ts'
 
 export const WorkspaceRef = builder.objectRef<WorkspaceRow>('Workspace').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
+    githubRepositories: t.stringList({
+      description:
+        "GitHub repositories (owner/name) whose signed deliveries may reach this workspace's task repositories. Set by the admin.",
+      resolve: (workspace, _args, ctx) => ctx.loaders.githubRepositoriesOfWorkspace.load(workspace.id),
+    }),
   }),
 })
 
@@ -33,6 +41,43 @@ builder.mutationField('addWorkspaceMember', (t) =>
       if (!workspace) throw notFound('Workspace', workspaceId)
       if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
       await addMember(ctx.store, workspaceId, userId)
+      return workspace
+    },
+  }),
+)
+
+/** Admin first (a member learns nothing about names), then the name, then the workspace. */
+async function linkTarget(ctx: Context, workspaceId: string, repository: string) {
+  requireAdmin(ctx)
+  const name = parseRepositoryFullName(repository)
+  if (!name) throw badInput('repository must be a GitHub full name, owner/name.', 'repository')
+  const workspace = await ctx.loaders.workspace.load(workspaceId)
+  if (!workspace) throw notFound('Workspace', workspaceId)
+  return { workspace, name }
+}
+
+builder.mutationField('linkGitHubRepository', (t) =>
+  t.field({
+    type: WorkspaceRef,
+    description:
+      "Admin token only. Lets signed GitHub deliveries for repository (owner/name) reach this workspace's task repositories of that name.",
+    args: { workspaceId: t.arg.id({ required: true }), repository: t.arg.string({ required: true }) },
+    resolve: async (_root, args, ctx) => {
+      const { workspace, name } = await linkTarget(ctx, args.workspaceId, args.repository)
+      await linkRepository(ctx.store, workspace.id, name)
+      return workspace
+    },
+  }),
+)
+
+builder.mutationField('unlinkGitHubRepository', (t) =>
+  t.field({
+    type: WorkspaceRef,
+    description: 'Admin token only.',
+    args: { workspaceId: t.arg.id({ required: true }), repository: t.arg.string({ required: true }) },
+    resolve: async (_root, args, ctx) => {
+      const { workspace, name } = await linkTarget(ctx, args.workspaceId, args.repository)
+      await unlinkRepository(ctx.store, workspace.id, name)
       return workspace
     },
   }),
