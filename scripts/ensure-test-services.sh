@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the server binaries the tests start themselves (a throwaway PostgreSQL cluster,
-# redis-server) when they are missing. Nothing is started here and no system service is used.
+# redis-server, headless Chromium for the browser tests) when they are missing. Nothing is
+# started here and no system service is used.
 set -euo pipefail
 
 missing=()
@@ -8,6 +9,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v pgrep >/dev/null 2>&1 || missing+=(procps)
+# test/support/browser.ts drives this path; playwright-core never downloads a browser of its own.
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "installing test dependencies: ${missing[*]}"

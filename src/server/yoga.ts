@@ -8,6 +8,7 @@ import { principalForToken, type Principal } from '../store/users.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { ConnectionScope } from '../delivery/connection.ts'
+import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
 
 export const MAX_QUERY_DEPTH = 12
 
@@ -43,7 +44,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
   return createYoga<Record<string, unknown>, Context>({
     schema: getSchema(),
     graphqlEndpoint: '/graphql',
-    graphiql: { subscriptionsProtocol: 'WS', title: 'Task status server' },
+    graphiql: graphiqlOptions,
+    renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
     logging: {
       debug: (...args) => logger.debug({ args: args.map(String) }, 'yoga'),
@@ -70,6 +72,7 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
         ],
       }),
       metricsPlugin(metrics),
+      graphiqlAssetsPlugin(),
     ],
   })
 }
