@@ -22,7 +22,7 @@ const adminToken = 'bench-admin-token-0123456789'
 
 async function measure(fifo: boolean) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tss-lanes-'))
-  const server = await startServer(loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'b.db')}`, ADMIN_TOKEN: adminToken }), {
+  const server = await startServer(loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'b.db')}`, ADMIN_TOKEN: adminToken, RATE_LIMIT_MUTATIONS: '0' }), {
     logger: pino({ level: 'silent' }),
     deliveryLimits: { ...DEFAULT_LIMITS, fifo },
   })

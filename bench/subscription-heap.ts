@@ -30,7 +30,7 @@ async function runServer() {
   const gc = (globalThis as { gc?: () => void }).gc
   if (!gc) throw new Error('the server process needs --expose-gc')
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tss-heap-'))
-  const server = await startServer(loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'b.db')}`, ADMIN_TOKEN: adminToken }), {
+  const server = await startServer(loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'b.db')}`, ADMIN_TOKEN: adminToken, RATE_LIMIT_SUBSCRIPTIONS: '0' }), {
     logger: pino({ level: 'silent' }),
   })
   const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config/config.ts'
 import { startServer } from './server/app.ts'
+import { StartupError } from './server/preflight.ts'
 
 async function main() {
   let config
@@ -12,7 +13,17 @@ async function main() {
     }
     throw error
   }
-  const server = await startServer(config)
+  let server
+  try {
+    server = await startServer(config)
+  } catch (error) {
+    // A cause the operator can fix is one line, not a stack trace that reads like a crash.
+    if (error instanceof StartupError) {
+      process.stderr.write(`Cannot start: ${error.message}\n`)
+      process.exit(1)
+    }
+    throw error
+  }
   const shutdown = (signal: string) => {
     server.logger.info({ signal }, 'signal received')
     server.close().then(

@@ -73,6 +73,11 @@ const envSchema = z.object({
   GITHUB_WEBHOOK_SECRET: z.preprocess(emptyAsUndefined, z.string().optional()),
   REPOSITORY_ROOTS: repositoryRootsFromEnv,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  // README "Limits": generous enough that people and the test suite never meet them; 0 turns a rate limit off.
+  RATE_LIMIT_MUTATIONS: z.coerce.number().int().min(0).default(1000),
+  RATE_LIMIT_SUBSCRIPTIONS: z.coerce.number().int().min(0).default(500),
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number().int().min(1).default(100),
 })
 
 export type DatabaseProvider = 'sqlite' | 'postgres'
@@ -89,6 +94,9 @@ export interface Config {
   /** Absolute directories; a task repository's localPath must resolve inside one of them. */
   repositoryRoots: string[]
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
+  /** Per caller and window: root mutation fields and subscription starts (0 = unlimited). */
+  rateLimits: { mutations: number; subscriptions: number; windowSeconds: number }
+  maxSubscriptionsPerConnection: number
 }
 
 export class ConfigError extends Error {}
@@ -123,5 +131,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     githubWebhookSecret: e.GITHUB_WEBHOOK_SECRET,
     repositoryRoots: e.REPOSITORY_ROOTS,
     logLevel: e.LOG_LEVEL,
+    rateLimits: { mutations: e.RATE_LIMIT_MUTATIONS, subscriptions: e.RATE_LIMIT_SUBSCRIPTIONS, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
+    maxSubscriptionsPerConnection: e.MAX_SUBSCRIPTIONS_PER_CONNECTION,
   }
 }

@@ -14,6 +14,9 @@ import { ConnectionMemberships } from './connection.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { Cohorts, MULTIPLEXABLE_FIELDS } from './cohorts.ts'
+import { OPERATION_LIMITS } from '../server/operation-limits.ts'
+import { socketErrors, socketResult } from '../server/error-codes.ts'
+import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
 const KEEPALIVE_MS = 12_000
@@ -47,6 +50,8 @@ export function attachDeliveryGateway(options: {
   logger: Logger
   metrics: Metrics
   limits?: SchedulerLimits
+  /** Active subscriptions one connection may hold (README "Limits"; default 100). */
+  maxSubscriptionsPerConnection?: number
   /** Share one execution per event among subscribers of the same feed operation (default on). */
   multiplex?: boolean
   onConnectionClosed?: (connectionId: string) => void
@@ -58,9 +63,13 @@ export function attachDeliveryGateway(options: {
   const connections = new Map<WebSocket, Connection>()
   const cohorts = new Cohorts(logger)
   const delivery = createDeliveryMetrics(metrics.registry, () => [...connections.values()].map((c) => c.scheduler))
+  const countError = errorCounter(metrics)
+  const subscriptionStats = subscriptionMetrics(metrics)
   const wss = new WebSocketServer({
     server: options.httpServer,
     path: yoga.graphqlEndpoint,
+    // The HTTP body bound; a bigger frame closes the socket with 1009 (ws) before it is buffered whole.
+    maxPayload: OPERATION_LIMITS.maxRequestBodyBytes,
     handleProtocols: (protocols) => (protocols.has(GRAPHQL_TRANSPORT_WS) ? GRAPHQL_TRANSPORT_WS : false),
     verifyClient: (_info, done) =>
       options.acceptingConnections?.() === false ? done(false, 503, 'Service Unavailable', { 'Retry-After': '1' }) : done(true),
@@ -87,7 +96,21 @@ export function attachDeliveryGateway(options: {
       logger.debug({ action: 'ws.connect', client: connection.memberships.id }, 'websocket connected')
       return true
     },
+    onOperation: (ctx, id, _payload, args, result) => {
+      // Counted once a stream exists: a start refused or failed (FORBIDDEN, RATE_LIMITED) is an error, not a subscription.
+      if (Symbol.asyncIterator in result && getOperationAST(args.document, args.operationName)?.operation === 'subscription')
+        subscriptionStats.beginOwned(ctx.extra.socket, id, 'ws', subscriptionField(args.schema, args.document, args.operationName))
+    },
+    // Errors leave in the contract's shape and are counted here, where the frame carrying them is formed.
+    onNext: (_ctx, _id, _payload, _args, result) => socketResult(result, countError),
+    onError: (ctx, id, _payload, errors) => {
+      for (const error of errors)
+        if (error.originalError && !(error.originalError instanceof GraphQLError))
+          logger.error({ err: error.originalError, client: connections.get(ctx.extra.socket)?.memberships.id, operation: id }, 'graphql-ws operation failed')
+      return socketErrors(errors, countError)
+    },
     onComplete: (ctx, id) => {
+      subscriptionStats.endOwned(ctx.extra.socket, id)
       // Still listed by graphql-ws means a complete frame follows, and route() releases the entry once it
       // is queued behind the subscription's results; otherwise (the client completed, the operation
       // failed, the socket closed) no frame follows and this is the last chance.
@@ -102,7 +125,8 @@ export function attachDeliveryGateway(options: {
         document = enveloped.parse(payload.query)
       } catch (error) {
         // A throw here would close the whole socket (4500); a syntax error is the operation's own failure.
-        if (error instanceof GraphQLError) return [new GraphQLError(error.message, { extensions: { code: 'GRAPHQL_PARSE_FAILED' } })]
+        if (error instanceof GraphQLError)
+          return [new GraphQLError(error.message, { extensions: { code: 'BAD_USER_INPUT', ...error.extensions } })]
         throw error
       }
       const errors = enveloped.validate(enveloped.schema, document)
@@ -111,6 +135,11 @@ export function attachDeliveryGateway(options: {
       const operation = getOperationAST(document, payload.operationName)
       let cohortKey: string | undefined
       if (operation?.operation === 'subscription') {
+        // Checked and taken without an await in between, so concurrent subscribe messages cannot overshoot.
+        // BAD_USER_INPUT like every fixed limit: waiting does not help, completing a subscription does.
+        const cap = options.maxSubscriptionsPerConnection ?? 100
+        if (connection.subscriptions.size >= cap)
+          return [new GraphQLError(`At most ${cap} subscriptions per connection; complete one first.`, { extensions: { code: 'BAD_USER_INPUT', limit: 'maxSubscriptionsPerConnection' } })]
         connection.subscriptions.set(id, contextValue)
         const fields = operation.selectionSet.selections
         const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]!.name.value : undefined
@@ -203,6 +232,7 @@ export function attachDeliveryGateway(options: {
       clearInterval(ping)
       clearTimeout(pongWait)
       connections.delete(socket)
+      subscriptionStats.endAllOwned(socket)
       scheduler.close(code, String(reason)) // drops whatever was still queued for the gone socket
       options.onConnectionClosed?.(memberships.id)
       closed(code, String(reason)).catch((error: unknown) =>

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** One registry per server instance, so tests can run several instances in one process. */
 export function createMetrics() {
@@ -15,8 +15,28 @@ export function createMetrics() {
     }),
     graphqlErrors: new Counter({
       name: 'graphql_errors_total',
-      help: 'GraphQL errors returned to clients, by extensions.code',
+      help: 'GraphQL errors returned to clients (request, validation, limit and execution errors, both transports), by extensions.code',
       labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    // `field` is a root field of the schema's Subscription type (or "unknown"), so the series stay few.
+    subscriptionsStarted: new Counter({
+      name: 'graphql_subscriptions_started_total',
+      help: 'Subscriptions that started streaming, by transport and root field',
+      labelNames: ['transport', 'field'] as const,
+      registers: [registry],
+    }),
+    subscriptionsActive: new Gauge({
+      name: 'graphql_subscriptions_active',
+      help: 'Subscriptions streaming now, by transport and root field',
+      labelNames: ['transport', 'field'] as const,
+      registers: [registry],
+    }),
+    subscriptionDuration: new Histogram({
+      name: 'graphql_subscription_duration_seconds',
+      help: 'Lifetime of a subscription from its start to its end (client or server complete, error, socket close)',
+      labelNames: ['transport', 'field'] as const,
+      buckets: [1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600],
       registers: [registry],
     }),
     projectorRevisions: new Counter({

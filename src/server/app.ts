@@ -1,4 +1,4 @@
-import { createServer, type Server as HttpServer, type ServerResponse } from 'node:http'
+import { createServer, type RequestListener, type Server as HttpServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
@@ -14,9 +14,11 @@ import { startTaskFeed } from '../feed/task-feed.ts'
 import { Projector } from '../projector/projector.ts'
 import { recoverAfterRestart } from '../recovery/startup-recovery.ts'
 import { createYogaServer } from './yoga.ts'
+import { createRateLimits } from './rate-limits.ts'
 import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { handleOperationalRoute } from './http-routes.ts'
 import { Readiness } from './readiness.ts'
+import { runPreflight, type PreflightOptions } from './preflight.ts'
 import { SessionService } from '../agents/session-service.ts'
 import { GitMonitor } from '../git/monitor.ts'
 import { agentProfiles } from '../agents/profiles.ts'
@@ -39,6 +41,8 @@ export interface StartOptions {
   deliveryLimits?: SchedulerLimits
   /** Subscription cohorts for the workspace feed (on unless false; benchmarks compare both). */
   multiplexSubscriptions?: boolean
+  /** Timeouts of the start-up checks (tests shorten them). */
+  preflight?: PreflightOptions
 }
 
 export interface RunningServer {
@@ -79,6 +83,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const readiness = new Readiness()
   const metrics = createMetrics()
 
+  // Bound before anything else, so a port clash ends the start before a file is created or a token printed;
+  // until the server is assembled every request but /healthz is refused as not ready.
+  let serve: RequestListener = (req, res) =>
+    (req.url ?? '').split('?', 1)[0] === '/healthz'
+      ? void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
+      : refuseUntilReady(res)
+  const httpServer = createServer((req, res) => serve(req, res))
+  const preflight = await runPreflight(config, httpServer, options.preflight)
+
   if (!options.skipMigrations) {
     const started = performance.now()
     await deployMigrations(config.databaseProvider, config.databaseUrl)
@@ -89,6 +102,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const admin = await bootstrapAdmin(db, config.adminToken)
   if (admin.generatedToken) (options.onAdminTokenGenerated ?? printAdminTokenOnce)(admin.generatedToken)
+  if (admin.revokedTokens)
+    logger.warn({ revokedTokens: admin.revokedTokens }, 'admin token from ADMIN_TOKEN replaces the earlier admin token; the old one is revoked')
 
   const pubsub = config.redisUrl ? createRedisPubSub(config.redisUrl, logger) : createMemoryPubSub()
   const stopTaskFeed = startTaskFeed(store.events, pubsub, logger)
@@ -108,8 +123,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
   git.start()
 
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git, repositoryRoots: config.repositoryRoots })
-  const httpServer = createServer((req, res) => {
+  const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git, repositoryRoots: config.repositoryRoots, rateLimits })
+  serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
       registry: metrics.registry,
@@ -117,23 +133,22 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     })
       .then((handled) => {
         if (handled) return
-        if (!readiness.ready) return refuseUntilReady(res)
+        if (!readiness.ready) {
+          metrics.graphqlErrors.inc({ code: 'UNAVAILABLE' })
+          return refuseUntilReady(res)
+        }
         return yoga.handle(req, res)
       })
       .catch((error: unknown) => {
         logger.error({ err: error, path: req.url }, 'request failed')
         if (!res.headersSent) res.writeHead(500).end()
       })
-  })
+  }
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready })
 
-  await new Promise<void>((resolve, reject) => {
-    httpServer.once('error', reject)
-    httpServer.listen(config.port, config.host, () => resolve())
-  })
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
   const url = `http://${host}:${port}`
@@ -163,8 +178,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       projector.stop()
       await projector.idle()
       await yoga.dispose()
+      await rateLimits.close()
       await pubsub.close()
       await db.$disconnect()
+      await preflight.release()
       logger.info('shut down')
     })())
 

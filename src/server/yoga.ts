@@ -1,6 +1,4 @@
-import { createYoga, type Plugin } from 'graphql-yoga'
-import { GraphQLError, Kind, type OperationDefinitionNode } from 'graphql'
-import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth'
+import { createYoga } from 'graphql-yoga'
 import { getSchema } from '../schema/schema.ts'
 import { buildContext, type Context, type ContextServices } from '../schema/context.ts'
 import { bearerToken } from '../auth/tokens.ts'
@@ -9,8 +7,10 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { ConnectionScope } from '../delivery/connection.ts'
 import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
-
-export const MAX_QUERY_DEPTH = 12
+import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
+import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
+import { errorCodesPlugin } from './error-codes.ts'
+import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
@@ -18,28 +18,7 @@ export interface WebSocketOperationContext {
   connection: ConnectionScope
 }
 
-/** Latency per operation type and transport, and error counts by extensions.code. */
-function metricsPlugin(metrics: Metrics): Plugin<Context & { transport?: string }> {
-  return {
-    onExecute({ args }) {
-      const started = performance.now()
-      const operation =
-        (args.document.definitions as readonly { kind: string }[]).find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
-          ?.operation ?? 'unknown'
-      const transport = args.contextValue.connectionId ? 'ws' : 'http'
-      return {
-        onExecuteDone({ result }) {
-          metrics.requestDuration.observe({ transport, operation }, (performance.now() - started) / 1000)
-          if ('errors' in result && result.errors)
-            for (const error of result.errors)
-              metrics.graphqlErrors.inc({ code: String(error.extensions?.code ?? 'INTERNAL_SERVER_ERROR') })
-        },
-      }
-    },
-  }
-}
-
-export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger }) {
+export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits }) {
   const { logger, metrics } = services
   return createYoga<Record<string, unknown>, Context>({
     schema: getSchema(),
@@ -47,6 +26,9 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     graphiql: graphiqlOptions,
     renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
+    // Never an originalError or stack in a response, whatever NODE_ENV says (Yoga's dev mode adds them).
+    maskedErrors: { isDev: false },
+    maxRequestBodySize: OPERATION_LIMITS.maxRequestBodyBytes,
     logging: {
       debug: (...args) => logger.debug({ args: args.map(String) }, 'yoga'),
       info: (...args) => logger.info({ args: args.map(String) }, 'yoga'),
@@ -62,16 +44,11 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
       return buildContext(services, principal)
     },
     plugins: [
-      maxDepthPlugin({
-        n: MAX_QUERY_DEPTH,
-        propagateOnRejection: false,
-        // graphql-armor's own error has no extensions.code; the contract promises BAD_USER_INPUT.
-        onReject: [
-          (ctx, error) =>
-            ctx?.reportError(new GraphQLError(error.message, { extensions: { code: 'BAD_USER_INPUT' } })),
-        ],
-      }),
-      metricsPlugin(metrics),
+      // First, so operations a later plugin refuses are timed too.
+      graphqlMetricsPlugin(metrics),
+      errorCodesPlugin(errorCounter(metrics)),
+      ...operationLimitPlugins(),
+      ...(services.rateLimits ? [rateLimitPlugin(services.rateLimits)] : []),
       graphiqlAssetsPlugin(),
     ],
   })

@@ -1,10 +1,23 @@
 import { spawn } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DatabaseProvider } from '../config/config.ts'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+/**
+ * The project folder holding the Prisma CLI configs, migrations and node_modules: found by walking
+ * up, because this module runs from src/store under tsx and from the build output (dist/store, or
+ * any outDir inside the project) under plain node.
+ */
+function projectRoot(): string {
+  const start = path.dirname(fileURLToPath(import.meta.url))
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'prisma.sqlite.config.ts'))) return dir
+    if (path.dirname(dir) === dir) throw new Error(`no prisma.sqlite.config.ts in ${start} or any folder above it`)
+  }
+}
+
+const root = projectRoot()
 
 /** The SQLite file's folder must exist before Prisma can create the file. */
 export function ensureSqliteDirectory(url: string): void {

@@ -27,7 +27,12 @@ export function findUsers(db: Db, ids: readonly string[]) {
   return db.user.findMany({ where: { id: { in: [...ids] } } })
 }
 
-export type AdminBootstrap = { adminUserId: string; generatedToken?: string }
+export type AdminBootstrap = {
+  adminUserId: string
+  generatedToken?: string
+  /** How many earlier admin tokens ADMIN_TOKEN replaced (the generated one, an earlier ADMIN_TOKEN). */
+  revokedTokens?: number
+}
 
 /**
  * The admin created by bootstrap has a fixed id, so instances starting together on an empty
@@ -58,25 +63,35 @@ async function ensureAdmin(db: Db, tokenHash: string | undefined): Promise<{ id:
 }
 
 /**
- * Makes sure an admin user exists and can authenticate: with ADMIN_TOKEN, that token's hash is
- * registered; without it, a token is generated only when no admin exists yet (first start) and
- * returned so the caller prints it once. A restart keeps the stored hash and prints nothing.
+ * Makes sure an admin user exists and can authenticate: with ADMIN_TOKEN, that token becomes the
+ * admin's only token (every other token of the admin is revoked, so an operator who sets it after
+ * a first start that generated one does not leave two valid); without it, a token is generated
+ * only when no admin exists yet (first start) and returned so the caller prints it once. A restart
+ * without ADMIN_TOKEN keeps whatever admin token is stored (also the last ADMIN_TOKEN) and prints
+ * nothing: unsetting the variable must not lock the operator out.
  */
 export async function bootstrapAdmin(db: Db, adminToken: string | undefined): Promise<AdminBootstrap> {
   if (adminToken) {
     const admin = await ensureAdmin(db, undefined)
     const tokenHash = hashToken(adminToken)
+    let revokedTokens = 0
     try {
-      await db.apiToken.upsert({
-        where: { tokenHash },
-        create: { tokenHash, userId: admin.id, label: 'ADMIN_TOKEN' },
-        update: { userId: admin.id },
-      })
+      // One transaction: there is no moment with both tokens valid, nor with none.
+      const [revoked] = await db.$transaction([
+        db.apiToken.deleteMany({ where: { userId: admin.id, tokenHash: { not: tokenHash } } }),
+        db.apiToken.upsert({
+          where: { tokenHash },
+          create: { tokenHash, userId: admin.id, label: 'ADMIN_TOKEN' },
+          update: { userId: admin.id },
+        }),
+      ])
+      revokedTokens = revoked.count
     } catch (error) {
-      // Another instance registered the same hash between our read and write: it is there.
+      // Another instance registered the same hash between our read and write: it is there, and
+      // that instance's transaction revoked the others.
       if (!isUniqueViolation(error)) throw error
     }
-    return { adminUserId: admin.id }
+    return revokedTokens > 0 ? { adminUserId: admin.id, revokedTokens } : { adminUserId: admin.id }
   }
   const token = generateToken()
   const admin = await ensureAdmin(db, hashToken(token))

@@ -1,5 +1,10 @@
+import { Writable } from 'node:stream'
+import { pino } from 'pino'
 import { describe, expect, it } from 'vitest'
 import { PROVIDERS, migratedDatabase } from '../support/databases.ts'
+import { errorCodes, http, wsClient } from '../support/client.ts'
+import { startTestServer } from '../support/server.ts'
+import { ViewerDocument } from '../generated/graphql.ts'
 import { connectDatabase } from '../../src/store/db.ts'
 import { bootstrapAdmin, principalForToken } from '../../src/store/users.ts'
 
@@ -43,6 +48,67 @@ describe.each(PROVIDERS)('admin bootstrap (%s)', (provider) => {
       expect((await principalForToken(dbs[3]!, token))?.isAdmin).toBe(true)
     } finally {
       await Promise.all([...new Set(dbs)].map((db) => db.$disconnect()))
+    }
+  })
+
+  it('ADMIN_TOKEN becomes the only admin token: it revokes the generated one and any earlier ADMIN_TOKEN; a start without it keeps the last', async () => {
+    const url = await migratedDatabase(provider)
+    const db = await connectDatabase(provider, url)
+    try {
+      const generated = (await bootstrapAdmin(db, undefined)).generatedToken!
+      const first = 'first-admin-token-0123456789'
+      const second = 'second-admin-token-0123456789'
+
+      expect(await bootstrapAdmin(db, first)).toEqual({ adminUserId: 'admin', revokedTokens: 1 })
+      expect(await principalForToken(db, generated)).toBeNull()
+      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true })
+
+      // Unsetting the variable must not lock the operator out, nor mint a second token.
+      expect(await bootstrapAdmin(db, undefined)).toEqual({ adminUserId: 'admin' })
+      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true })
+
+      expect(await bootstrapAdmin(db, second)).toEqual({ adminUserId: 'admin', revokedTokens: 1 })
+      expect(await principalForToken(db, first)).toBeNull()
+      // A restart with the same ADMIN_TOKEN has nothing to revoke.
+      expect(await bootstrapAdmin(db, second)).toEqual({ adminUserId: 'admin' })
+      expect(await db.apiToken.count({ where: { userId: 'admin' } })).toBe(1)
+    } finally {
+      await db.$disconnect()
+    }
+  })
+})
+
+describe('ADMIN_TOKEN after a generated admin token, on a listening server (sqlite)', () => {
+  it('the generated token is refused (UNAUTHENTICATED, WebSocket 4403), ADMIN_TOKEN works, the revocation is logged without either token', async () => {
+    let generated = ''
+    const first = await startTestServer('sqlite', { env: { ADMIN_TOKEN: '' }, onAdminTokenGenerated: (token) => (generated = token) })
+    await first.close()
+    expect(generated).toMatch(/^tss_/)
+
+    let logs = ''
+    const logger = pino({ level: 'info' }, new Writable({ write: (chunk, _, done) => ((logs += chunk.toString()), done()) }))
+    const adminToken = 'operator-chosen-admin-token-0123456789'
+    const second = await startTestServer('sqlite', { databaseUrl: first.databaseUrl, env: { ADMIN_TOKEN: adminToken }, logger })
+    try {
+      expect(errorCodes(await http(second.graphqlUrl, generated, ViewerDocument))).toEqual(['UNAUTHENTICATED'])
+      await expect(wsClient(second.wsUrl, generated)).rejects.toMatchObject({ code: 4403 })
+      expect((await http(second.graphqlUrl, adminToken, ViewerDocument)).data?.viewer.user.name).toBe('admin')
+      const revocation = logs.split('\n').find((line) => line.includes('revoked'))
+      expect(JSON.parse(revocation!)).toMatchObject({ level: 40, revokedTokens: 1 })
+      expect(logs).not.toContain(generated)
+      expect(logs).not.toContain(adminToken)
+    } finally {
+      await second.close()
+    }
+
+    // Started again without ADMIN_TOKEN: the last one stays the admin token and nothing is generated.
+    let regenerated: string | undefined
+    const third = await startTestServer('sqlite', { databaseUrl: first.databaseUrl, env: { ADMIN_TOKEN: '' }, onAdminTokenGenerated: (token) => (regenerated = token) })
+    try {
+      expect(regenerated).toBeUndefined()
+      expect((await http(third.graphqlUrl, adminToken, ViewerDocument)).data?.viewer.user.name).toBe('admin')
+    } finally {
+      await third.close()
     }
   })
 })

@@ -8,6 +8,12 @@ type ObservationWithRepository = GitObservationRow & { repository: { name: strin
 
 export const RepositoryGitStatusRef = builder.objectRef<ObservationWithRepository>('RepositoryGitStatus').implement({
   fields: (t) => ({
+    id: t.id({
+      description: 'Stable per session and repository: a newer observation replaces the previous one under the same id.',
+      // Stable across observations, so a refreshSessionGit result or a SessionGitUpdated event
+      // updates the entries a normalized cache already holds under Session.git.
+      resolve: (g) => `${g.sessionId}:${g.taskRepositoryId}`,
+    }),
     taskRepositoryId: t.exposeID('taskRepositoryId'),
     repository: t.string({ resolve: (g) => g.repository.name }),
     additions: t.exposeInt('additions'),

@@ -15,6 +15,12 @@ const PullRequestReviewDecisionEnum = builder.enumType('PullRequestReviewDecisio
 
 export const PullRequestRef = builder.objectRef<PullRequestRow>('PullRequest').implement({
   fields: (t) => ({
+    id: t.id({
+      description:
+        'Stable per workspace, repository and number: each workspace keeps its own observation (with its own autoFix/autoMerge).',
+      // Neither a UUID nor a GitHub repository name contains ':' or '#', so the parts cannot run together.
+      resolve: (p) => `${p.workspaceId}:${p.repository}#${p.number}`,
+    }),
     repository: t.exposeString('repository'),
     number: t.exposeInt('number'),
     url: t.exposeString('url'),

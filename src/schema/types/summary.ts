@@ -92,6 +92,13 @@ export const TaskStatusSummaryRef = builder.objectRef<StoredSummary>('TaskStatus
   description:
     'The bounded status contract of one task. Its size does not grow with the number of sessions, repositories, pull requests or messages.',
   fields: (t) => ({
+    id: t.id({
+      description:
+        'Equals taskId: the same for every revision, so caches keyed by type name and id (Apollo InMemoryCache, urql Graphcache) replace the cached summary with each newer one.',
+      // The type name tells it apart from the Task's id in such caches, and a client holding only a
+      // taskId (TaskDeleted, taskStatusSummaries) can still name the cache entry.
+      resolve: (s) => s.taskId,
+    }),
     taskId: t.exposeID('taskId'),
     revision: t.exposeInt('revision', { description: 'Monotonic per task; advances only when the semantic payload changes.' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'Projection time of this revision.' }),

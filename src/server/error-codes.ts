@@ -1,0 +1,205 @@
+import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
+import type { Plugin } from 'graphql-yoga'
+import type { ErrorCode } from '../errors.ts'
+import type { Context } from '../schema/context.ts'
+
+/** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
+export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'BAD_USER_INPUT',
+  'CONFLICT',
+  'RATE_LIMITED',
+  'INTERNAL_SERVER_ERROR',
+  'UNAVAILABLE',
+])
+
+/** What graphql-js, Yoga and the gateway call errors in the request itself: all BAD_USER_INPUT to a client. */
+const REQUEST_ERROR_CODES = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+])
+
+export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
+
+export type ErrorTransport = 'http' | 'ws'
+
+/** Counts one error by its (contract) code, where the response carrying it is formed. */
+export type ErrorCounter = (code: ErrorCode) => void
+
+const NAME = '[_A-Za-z][_0-9A-Za-z]*'
+// Reasons graphql-js gives for a bad variable that name only schema types and input fields, never the value.
+const VALUE_FREE_VARIABLE_REASON = [
+  `Field "${NAME}" of required type "[^"]+" was not provided\\.`,
+  `Expected type "[^"]+" to be an object\\.`,
+  `Field "${NAME}" is not defined by type "[^"]+"\\.(?: Did you mean [" ,_0-9A-Za-z]+\\?)?`,
+].join('|')
+const VARIABLE_INVALID = new RegExp(`^Variable "\\$(${NAME})" got invalid value `)
+const VARIABLE_PATH_AND_REASON = new RegExp(`(?: at "(${NAME}(?:\\.${NAME}|\\[\\d+\\])*)")?; (${VALUE_FREE_VARIABLE_REASON})$`)
+/** getTokenDesc: the token's own text follows its kind. */
+const SYNTAX_TOKEN_VALUE = /^(Syntax Error: [\s\S]*?\b(?:Name|Int|Float|String|BlockString)) "[\s\S]*"\.$/
+const SYNTAX_ESCAPE = /^(Syntax Error: Invalid (?:Unicode|character) escape sequence): [\s\S]*$/
+/** ValuesOfCorrectTypeRule prints the offending literal after "found". */
+const LITERAL_FOUND = /^(Expected value of type "[^"]*"), found [\s\S]*$/
+const ARGUMENT_INVALID = new RegExp(`^(Argument "${NAME}" has invalid value) [\\s\\S]*$`)
+/** graphql-js scalars end their own parse error with the value, and ValuesOfCorrectTypeRule reports it as is. */
+const SCALAR_CANNOT_REPRESENT = /^((?:String|Int|Float|Boolean|ID|Enum "[^"]*") cannot represent [^:]*value): [\s\S]*$/
+const ENUM_VALUE_UNKNOWN = new RegExp(`^Value "[\\s\\S]*" does not exist in ("${NAME}") enum\\.[\\s\\S]*$`)
+
+/**
+ * graphql-js quotes the offending value in several messages (a variable's JSON, a literal, a
+ * string token), and that value may be message content or a token pasted into the wrong place.
+ * These keep what locates the mistake (variable, path, type, line and column) and drop the value.
+ */
+export function withoutEchoedValues(error: GraphQLError): string {
+  const message = error.message
+  const variable = VARIABLE_INVALID.exec(message)
+  if (variable) {
+    const definition = error.nodes?.[0]
+    const type = definition?.kind === Kind.VARIABLE_DEFINITION ? print(definition.type) : undefined
+    const detail = VARIABLE_PATH_AND_REASON.exec(message)
+    if (detail) return `Variable "$${variable[1]}" got an invalid value${detail[1] ? ` at "${detail[1]}"` : ''}; ${detail[2]}`
+    return `Variable "$${variable[1]}" got an invalid value${type ? `; expected type "${type}"` : ''}.`
+  }
+  if (ENUM_VALUE_UNKNOWN.test(message)) return message.replace(ENUM_VALUE_UNKNOWN, 'The value does not exist in the $1 enum.')
+  for (const pattern of [SYNTAX_TOKEN_VALUE, SYNTAX_ESCAPE, LITERAL_FOUND, ARGUMENT_INVALID, SCALAR_CANNOT_REPRESENT])
+    if (pattern.test(message)) return message.replace(pattern, '$1.')
+  return message
+}
+
+function causedByNonGraphQLError(error: GraphQLError): boolean {
+  for (let cause: unknown = error.originalError; cause; cause = (cause as GraphQLError).originalError)
+    if (!(cause instanceof GraphQLError)) return true
+  return false
+}
+
+function contractCode(error: GraphQLError): ErrorCode {
+  const code = error.extensions?.code
+  if (typeof code === 'string' && CONTRACT_ERROR_CODES.has(code)) return code as ErrorCode
+  if (typeof code === 'string' && REQUEST_ERROR_CODES.has(code)) return 'BAD_USER_INPUT'
+  // Without a path the error arose before any resolver ran: from the request (variables, operation name).
+  return error.path === undefined ? 'BAD_USER_INPUT' : 'INTERNAL_SERVER_ERROR'
+}
+
+function asGraphQLError(error: GraphQLError | GraphQLFormattedError): GraphQLError {
+  if (error instanceof GraphQLError) return error
+  return new GraphQLError(String(error.message), { path: error.path, extensions: error.extensions })
+}
+
+/**
+ * The one shape every error leaves in: a contract code, no echoed request values, no internals
+ * (originalError, stack), and anything not raised as a GraphQLError masked as INTERNAL_SERVER_ERROR.
+ * Over HTTP `http` and `unexpected` stay, because Yoga reads them for the status and strips them itself.
+ */
+export function toClientError(error: GraphQLError | GraphQLFormattedError, transport: ErrorTransport = 'http'): GraphQLError {
+  const source = asGraphQLError(error)
+  const { originalError, stack: _s, exception: _e, http, unexpected, ...rest } = source.extensions ?? {}
+  // Yoga answers 400 (not the spec's 200 for application/json) only while it sees a non-GraphQL originalError,
+  // as for a body that is not JSON: removing that excerpt must not turn a malformed request into a 200.
+  const status =
+    originalError !== undefined && !(originalError instanceof GraphQLError) && http && typeof http === 'object'
+      ? { ...http, spec: false }
+      : http
+  const internals = transport === 'http' ? { ...(status !== undefined && { http: status }), ...(unexpected !== undefined && { unexpected }) } : {}
+  const location = { nodes: source.nodes, source: source.source, positions: source.positions, path: source.path }
+  if (causedByNonGraphQLError(source))
+    return new GraphQLError(UNEXPECTED_ERROR_MESSAGE, {
+      ...location,
+      extensions: { code: 'INTERNAL_SERVER_ERROR', ...internals, ...(transport === 'http' && { unexpected: true }) },
+    })
+  return new GraphQLError(withoutEchoedValues(source), { ...location, extensions: { ...rest, code: contractCode(source), ...internals } })
+}
+
+export function toClientErrors(errors: readonly (GraphQLError | GraphQLFormattedError)[], transport: ErrorTransport, count: ErrorCounter): GraphQLError[] {
+  return errors.map((error) => {
+    const clientError = toClientError(error, transport)
+    count(clientError.extensions.code as ErrorCode)
+    return clientError
+  })
+}
+
+/** For graphql-ws onNext: the result with its errors in client shape (undefined when it has none). */
+export function socketResult(result: ExecutionResult | { errors?: readonly GraphQLFormattedError[] }, count: ErrorCounter) {
+  if (!result.errors?.length) return undefined
+  return { ...result, errors: toClientErrors(result.errors, 'ws', count).map((e) => e.toJSON()) }
+}
+
+/** For graphql-ws onError: the error frame's payload. */
+export function socketErrors(errors: readonly GraphQLError[], count: ErrorCounter): GraphQLFormattedError[] {
+  return toClientErrors(errors, 'ws', count).map((e) => e.toJSON())
+}
+
+const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
+  typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
+
+/** What Yoga's result processors can answer with. */
+const RESPONSE_MEDIA_TYPES = ['application/graphql-response+json', 'application/json', 'text/event-stream', 'multipart/mixed']
+
+function acceptsAResponse(header: string | null): boolean {
+  if (!header) return true
+  return header.split(',').some((part) => {
+    const type = part.split(';', 1)[0]!.trim().toLowerCase()
+    if (type === '' || type === '*/*') return true
+    if (type.endsWith('/*')) return RESPONSE_MEDIA_TYPES.some((t) => t.startsWith(type.slice(0, -1)))
+    return RESPONSE_MEDIA_TYPES.includes(type)
+  })
+}
+
+function jsonError(fetchAPI: { Response: typeof Response }, status: number, message: string, headers: Record<string, string> = {}): Response {
+  const body = { errors: [{ message, extensions: { code: 'BAD_USER_INPUT' } }] }
+  return new fetchAPI.Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } })
+}
+
+/**
+ * Every HTTP response of /graphql passes here once: request errors Yoga answers itself (invalid JSON,
+ * missing query, GET mutation, unsupported media type), validation and variable errors, limits and
+ * execution errors. The WebSocket gateway applies the same toClientError in its onNext/onError.
+ */
+export function errorCodesPlugin(count: ErrorCounter): Plugin<Context> {
+  return {
+    onRequestParse({ request, requestParser, endResponse, fetchAPI }) {
+      // Yoga would only find out after executing (a mutation would have run) and answer with an empty 406.
+      if (!acceptsAResponse(request.headers.get('accept'))) {
+        count('BAD_USER_INPUT')
+        const offered = RESPONSE_MEDIA_TYPES.join(', ')
+        return endResponse(jsonError(fetchAPI, 406, `The Accept header allows none of: ${offered}.`, { accept: offered }))
+      }
+      // Yoga answers an unknown POST media type with an empty 415; other methods get its own 405 with a body.
+      if (requestParser || request.method !== 'POST') return
+      count('BAD_USER_INPUT')
+      const accepted = 'application/json, application/graphql+json, multipart/form-data, application/x-www-form-urlencoded'
+      endResponse(jsonError(fetchAPI, 415, `POST /graphql takes one of: ${accepted}.`, { accept: accepted }))
+    },
+    onSubscribe({ args }) {
+      // Over WebSocket the gateway formats (and counts) what it sends; only HTTP event streams are left here.
+      if (args.contextValue.connectionId) return
+      return {
+        onSubscribeResult: () => ({
+          onNext({ result, setResult }) {
+            if (result.errors?.length) setResult({ ...result, errors: toClientErrors(result.errors, 'http', count) })
+          },
+        }),
+      }
+    },
+    onResultProcess({ result, setResult, resultProcessor, setResultProcessor, acceptableMediaTypes }) {
+      if (!resultProcessor) {
+        // Yoga would answer 406 with an empty body; the client still learns why, in JSON (and only this error counts).
+        count('BAD_USER_INPUT')
+        const offered = acceptableMediaTypes.join(', ')
+        setResultProcessor(
+          (_result, fetchAPI) => jsonError(fetchAPI, 406, `The Accept header allows none of: ${offered}.`, { accept: offered }),
+          'application/json',
+        )
+        return
+      }
+      if (isAsyncIterable(result)) return
+      const single = (r: ExecutionResult) => (r.errors?.length ? { ...r, errors: toClientErrors(r.errors, 'http', count) } : r)
+      setResult(Array.isArray(result) ? result.map(single) : single(result as ExecutionResult))
+    },
+  }
+}

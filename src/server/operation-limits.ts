@@ -1,0 +1,177 @@
+import type { Plugin } from 'graphql-yoga'
+import {
+  GraphQLError,
+  Kind,
+  TypeInfo,
+  validate,
+  visit,
+  visitWithTypeInfo,
+  type ArgumentNode,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValidationContext,
+} from 'graphql'
+import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth'
+import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases'
+import { maxDirectivesPlugin } from '@escape.tech/graphql-armor-max-directives'
+import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens'
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit'
+
+/**
+ * What one GraphQL document may ask for (README "Limits"). The deepest real documents of the schema
+ * (boot, tasks with summaries, sessionEvents) stay far below each: at most depth 10, 119 tokens,
+ * no aliases or directives; the costliest, `tasks(first: 500)` with every summary field, is about a
+ * third of maxCost (test/schema/operation-limits.test.ts).
+ */
+export const OPERATION_LIMITS = {
+  /** MAPPING.md: query depth at most 12. */
+  maxDepth: 12,
+  maxAliases: 15,
+  maxDirectives: 50,
+  /** Lexical tokens of one document; also what stops thousands of fragments or repeated fields before validation. */
+  maxTokens: 1000,
+  /**
+   * graphql-armor's estimate (object 2, scalar 1, ×1.5 per level, × page size), with page sizes
+   * taken from variables and schema defaults too. `tasks(first: 500)` with every summary field
+   * costs about 332,000; 500 tasks with each session's 100 messages (about 1,280,000) is refused.
+   */
+  maxCost: 1_000_000,
+  /** Characters of the document text: one comment or string literal is a single token, so tokens alone do not bound size. */
+  maxDocumentBytes: 512 * 1024,
+  /** HTTP request body (document and variables, e.g. a 256 KiB addMessage content, JSON-escaped). */
+  maxRequestBodyBytes: 2 * 1024 * 1024,
+} as const
+
+export type OperationLimits = { [K in keyof typeof OPERATION_LIMITS]: number }
+
+/** graphql-armor words every refusal as a "Syntax Error" and sets no code; the contract promises BAD_USER_INPUT. */
+function limitError(error: GraphQLError, limit: string): GraphQLError {
+  return new GraphQLError(error.message.replace(/^Syntax Error: /, ''), { extensions: { code: 'BAD_USER_INPUT', limit } })
+}
+
+const reportAs =
+  (limit: string) =>
+  (ctx: ValidationContext | null, error: GraphQLError): void =>
+    ctx?.reportError(limitError(error, limit))
+
+/** Rejections are reported as validation errors (not thrown), so every limit over the cap is listed at once. */
+const validationOptions = (limit: string) => ({ propagateOnRejection: false, onReject: [reportAs(limit)] })
+
+/**
+ * The size cap and the token limit run in the parser, so an oversized document is refused before
+ * a syntax tree is built; over graphql-ws they apply too, because the gateway parses through envelop.
+ */
+function documentSizePlugin(limits: OperationLimits): Plugin {
+  const tokenLimit = {
+    n: limits.maxTokens,
+    // Thrown from inside the lexer: parsing stops at the first token over the limit.
+    onReject: [
+      (_ctx: unknown, error: GraphQLError) => {
+        throw limitError(error, 'maxTokens')
+      },
+    ],
+  }
+  return {
+    onParse({ setParseFn }) {
+      setParseFn((source, options) => {
+        const text = typeof source === 'string' ? source : source.body
+        if (Buffer.byteLength(text, 'utf8') > limits.maxDocumentBytes)
+          throw new GraphQLError(`Document larger than ${limits.maxDocumentBytes} bytes.`, {
+            extensions: { code: 'BAD_USER_INPUT', limit: 'maxDocumentBytes' },
+          })
+        return new MaxTokensParserWLexer(source, { ...options, ...tokenLimit }).parseDocument()
+      })
+    },
+  }
+}
+
+/**
+ * Yoga's own body limit (maxRequestBodySize, on a Content-Length and while streaming a chunked
+ * body) answers 413 with the code REQUEST_ENTITY_TOO_LARGE, which the contract does not list.
+ */
+function requestBodyLimitCodePlugin(limits: OperationLimits): Plugin {
+  // By status too: a plugin earlier in the list may already have mapped the code to the contract's.
+  const tooLarge = (error: { extensions?: Record<string, unknown> }) =>
+    error.extensions?.code === 'REQUEST_ENTITY_TOO_LARGE' || (error.extensions?.http as { status?: number } | undefined)?.status === 413
+  return {
+    onResultProcess({ result, setResult }) {
+      if (Array.isArray(result) || !('errors' in result) || !result.errors?.some(tooLarge)) return
+      setResult({
+        errors: [
+          new GraphQLError(`Request body larger than ${limits.maxRequestBodyBytes} bytes.`, {
+            extensions: { code: 'BAD_USER_INPUT', limit: 'maxRequestBodyBytes', http: { status: 413 } },
+          }),
+        ],
+      })
+    },
+  }
+}
+
+const PAGE_ARGUMENTS = new Set(['first', 'last'])
+
+/**
+ * graphql-armor's cost rule multiplies a list by its `first`/`last` only when that is a literal; a
+ * client passing `$first: 500`, or omitting it (schema default 100), would be costed as one item.
+ * This rewrites every page-size argument to its effective literal (variable value, else schema default).
+ */
+function withEffectivePageSizes(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown>): DocumentNode {
+  const typeInfo = new TypeInfo(schema)
+  return visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        const definition = typeInfo.getFieldDef()
+        const page = definition?.args.find((a) => PAGE_ARGUMENTS.has(a.name))
+        if (!page) return undefined
+        const given = node.arguments?.find((a) => a.name.value === page.name)?.value
+        const value =
+          given?.kind === Kind.INT ? Number(given.value) : given?.kind === Kind.VARIABLE ? variables[given.name.value] : undefined
+        const size = typeof value === 'number' && Number.isFinite(value) ? value : typeof page.defaultValue === 'number' ? page.defaultValue : 1
+        const argument: ArgumentNode = {
+          kind: Kind.ARGUMENT,
+          name: { kind: Kind.NAME, value: page.name },
+          value: { kind: Kind.INT, value: String(Math.max(1, Math.ceil(size))) },
+        }
+        // The cost rule reads only the first page argument it meets, so it goes first.
+        return { ...node, arguments: [argument, ...(node.arguments ?? []).filter((a) => a.name.value !== page.name)] }
+      },
+    }),
+  )
+}
+
+/**
+ * The cost limit needs the variables, which validation (cached by document text in Yoga) never
+ * sees, so it runs when an operation is about to execute or subscribe: still before any resolver.
+ */
+function costLimitPlugin(limits: OperationLimits): Plugin {
+  const rule = costLimitRule({ maxCost: limits.maxCost, ...validationOptions('maxCost') })
+  const refusal = (args: { schema: GraphQLSchema; document: DocumentNode; variableValues?: Record<string, unknown> | null }) => {
+    const errors = validate(args.schema, withEffectivePageSizes(args.schema, args.document, args.variableValues ?? {}), [rule])
+    return errors.length > 0 ? { errors } : undefined
+  }
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const refused = refusal(args)
+      if (refused) setResultAndStopExecution(refused)
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const refused = refusal(args)
+      if (refused) setResultAndStopExecution(refused)
+    },
+  }
+}
+
+/**
+ * The request and document limits, in the order they can refuse: body size (HTTP, with Yoga's
+ * maxRequestBodySize set to maxRequestBodyBytes), size and tokens (parse), shape (validate), cost (execute).
+ */
+export function operationLimitPlugins(limits: OperationLimits = OPERATION_LIMITS): Plugin[] {
+  return [
+    requestBodyLimitCodePlugin(limits),
+    documentSizePlugin(limits),
+    maxDepthPlugin({ n: limits.maxDepth, ...validationOptions('maxDepth') }),
+    maxAliasesPlugin({ n: limits.maxAliases, ...validationOptions('maxAliases') }),
+    maxDirectivesPlugin({ n: limits.maxDirectives, ...validationOptions('maxDirectives') }),
+    costLimitPlugin(limits),
+  ]
+}

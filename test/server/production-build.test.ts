@@ -1,0 +1,63 @@
+import { execFile, execFileSync, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { readFileSync, rmSync } from 'node:fs'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, describe, expect, it } from 'vitest'
+import { emptyDatabase } from '../support/databases.ts'
+import { ok } from '../support/client.ts'
+import { freePort } from '../support/postgres-cluster.ts'
+import { projectRoot, spawnServer } from '../support/process.ts'
+import { eventually } from '../support/wait.ts'
+import { AddMessageDocument, CreateTaskDocument, CreateWorkspaceDocument, SessionDetailDocument, StartSessionDocument } from '../generated/graphql.ts'
+
+// Inside the project (gitignored), like dist/: the build finds node_modules and the Prisma configs by walking up.
+const outDir = path.join(projectRoot, '.vitest-tmp', `build-${randomUUID()}`)
+const children: ChildProcess[] = []
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL')
+  rmSync(outDir, { recursive: true, force: true })
+})
+
+const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean)
+
+describe('the production build', () => {
+  it('is what `npm run build` / `npm run start:prod` run: compiled output on plain node migrates, serves, and runs the mock agent without tsx', { timeout: 120_000 }, async () => {
+    const scripts = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
+    expect(scripts.build).toBe('tsc -p tsconfig.build.json')
+    expect(scripts['start:prod']).toBe('node dist/main.js')
+
+    // The build script with another outDir, so the test never replaces a dist/ someone runs.
+    await promisify(execFile)(process.execPath, [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: projectRoot })
+
+    const port = await freePort()
+    const adminToken = 'production-build-admin-token-0123456789'
+    // A fresh database: the migrations must run from the build output.
+    const run = spawnServer([path.join(outDir, 'main.js')], { PORT: String(port), DATABASE_URL: await emptyDatabase('sqlite'), ADMIN_TOKEN: adminToken }, children)
+    await run.ready(port)
+    expect(run.output().stdout).toContain('"migrations applied"')
+    expect(cmdline(run.child.pid!)).toEqual([process.execPath, path.join(outDir, 'main.js')])
+
+    const url = `http://127.0.0.1:${port}/graphql`
+    const html = await (await fetch(url, { headers: { accept: 'text/html' } })).text()
+    const stylesheet = /href="(\/graphiql\/[^"]+\.css)"/.exec(html)?.[1]
+    expect(stylesheet).toBeDefined()
+    expect((await fetch(`http://127.0.0.1:${port}${stylesheet}`)).status).toBe(200)
+
+    const workspaceId = (await ok(url, adminToken, CreateWorkspaceDocument, { name: 'prod' })).createWorkspace.id
+    const taskId = (await ok(url, adminToken, CreateTaskDocument, { input: { workspaceId, title: 't' } })).createTask.id
+    const sessionId = (await ok(url, adminToken, StartSessionDocument, { input: { taskId } })).startSession.id
+    await ok(url, adminToken, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: 'count' } })
+    const reply = await eventually(async () => {
+      const session = (await ok(url, adminToken, SessionDetailDocument, { id: sessionId, last: 10 })).session!
+      return session.messages.find((m) => m.author === 'AGENT' && m.content === 'prompts received: 1')
+    })
+    expect(reply.content).toBe('prompts received: 1')
+
+    const [agent] = execFileSync('pgrep', ['-P', String(run.child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number)
+    expect(cmdline(agent!)).toEqual([process.execPath, path.join(outDir, 'agents', 'mock', 'mock-agent.js')])
+
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+  })
+})

@@ -1,0 +1,40 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+
+export const projectRoot = new URL('../..', import.meta.url).pathname
+
+export interface ServerProcess {
+  child: ChildProcess
+  exited: Promise<number | null>
+  /** Resolves once /readyz answers 200 on `port`; rejects if the process exits first. */
+  ready(port: number): Promise<void>
+  output(): { stdout: string; stderr: string }
+}
+
+/**
+ * A server as a real child process: `args` after the Node binary (`--import tsx src/main.ts` is
+ * `npm start`, `dist/main.js` the build). Only PATH and HOME are inherited, so the environment
+ * given is the whole configuration.
+ */
+export function spawnServer(args: string[], env: Record<string, string>, children: ChildProcess[]): ServerProcess {
+  const child = spawn(process.execPath, args, {
+    cwd: projectRoot,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.push(child)
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const ready = async (port: number) => {
+    let gone = false
+    void exited.then(() => (gone = true))
+    // Polling a real process's readiness endpoint: there is no event to wait on across processes.
+    while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+      if (gone) throw new Error(`exited ${await exited}: ${stderr}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { child, exited, ready, output: () => ({ stdout, stderr }) }
+}
