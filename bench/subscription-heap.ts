@@ -2,7 +2,6 @@
 // connection (target ≤ 2 KB after GC over 5,000 cycles), against a baseline measured in the same
 // run: the heap kept per plain query round trip on the same connection. The server runs in a child
 // process (started with --expose-gc), so the client's own allocations do not count.
-import { fork } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -16,6 +15,7 @@ import { createTask } from '../src/store/tasks.ts'
 import { createSession } from '../src/store/runtime.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { SessionEventsDocument, ViewerDocument } from '../test/generated/graphql.ts'
+import { forkServer } from './support.ts'
 
 const CYCLES = Number(process.env.BENCH_CYCLES ?? 5000)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 500)
@@ -57,17 +57,7 @@ async function runServer() {
 }
 
 async function runClient() {
-  const child = fork(fileURLToPath(import.meta.url), ['server'], { execArgv: ['--expose-gc', '--import', 'tsx'] })
-  const replies: FromServer[] = []
-  let wake: (() => void) | undefined
-  child.on('message', (message: FromServer) => {
-    replies.push(message)
-    wake?.()
-  })
-  const reply = async () => {
-    while (replies.length === 0) await new Promise<void>((resolve) => (wake = resolve))
-    return replies.shift()!
-  }
+  const { child, reply } = forkServer<FromServer>(fileURLToPath(import.meta.url))
   const ready = (await reply()) as Extract<FromServer, { type: 'ready' }>
   const heap = async () => {
     child.send({ type: 'heap' } satisfies ToServer)

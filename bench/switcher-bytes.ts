@@ -7,35 +7,20 @@ import os from 'node:os'
 import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { print } from 'graphql'
-import { createClient, type Client } from 'graphql-ws'
-import WebSocket from 'ws'
+import type { Client } from 'graphql-ws'
 import { pino } from 'pino'
 import { loadConfig } from '../src/config/config.ts'
 import { startServer } from '../src/server/app.ts'
 import { createWorkspace } from '../src/store/workspaces.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { SessionEventsDocument, WorkspaceEventsDocument } from '../test/generated/graphql.ts'
+import { countingClient } from './support.ts'
 
 const TASKS = 27
 const STREAMING = 26
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 3000)
 const adminToken = 'bench-admin-token-0123456789'
 
-/** A graphql-ws client whose socket counts every byte and frame it receives. */
-function countingClient(url: string) {
-  const tally = { bytes: 0, frames: 0, revisions: 0 }
-  class CountingSocket extends WebSocket {
-    constructor(address: string, protocols?: string | string[]) {
-      super(address, protocols)
-      this.on('message', (data: Buffer) => {
-        tally.bytes += data.length
-        tally.frames++
-      })
-    }
-  }
-  const client = createClient({ url, webSocketImpl: CountingSocket, connectionParams: { authorization: `Bearer ${adminToken}` }, lazy: false })
-  return { client, tally }
-}
 
 function follow(client: Client, query: string, variables: Record<string, unknown>, onNext: (data: unknown) => void = () => undefined) {
   client.subscribe({ query, variables }, { next: (r) => onNext(r.data), error: () => undefined, complete: () => undefined })
@@ -56,11 +41,12 @@ try {
   await server.projector.idle()
 
   const wsUrl = `${server.url.replace('http', 'ws')}/graphql`
-  const switcher = countingClient(wsUrl)
-  const everything = countingClient(wsUrl)
+  let revisions = 0
+  const switcher = countingClient(wsUrl, adminToken)
+  const everything = countingClient(wsUrl, adminToken)
   const feed = print(WorkspaceEventsDocument)
   follow(switcher.client, feed, { workspaceId: workspace.id }, (data) => {
-    if ((data as { workspaceEvents?: { __typename: string } })?.workspaceEvents?.__typename === 'TaskStatusSummaryUpdated') switcher.tally.revisions++
+    if ((data as { workspaceEvents?: { __typename: string } })?.workspaceEvents?.__typename === 'TaskStatusSummaryUpdated') revisions++
   })
   follow(everything.client, feed, { workspaceId: workspace.id })
   for (const s of sessions) follow(everything.client, print(SessionEventsDocument), { sessionId: s.id })
@@ -91,7 +77,6 @@ try {
     await new Promise((r) => setTimeout(r, 500))
   }
   const seconds = (performance.now() - started) / 1000
-  const revisions = switcher.tally.revisions
   const perRevision = switcher.tally.bytes / Math.max(1, revisions)
   console.info(`${STREAMING} of ${TASKS} sessions streaming ${CHUNKS} chunks each (plus reasoning and a tool call), ${seconds.toFixed(1)} s`)
   console.info(`  summary revisions on the feed:            ${revisions}`)

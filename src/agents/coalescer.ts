@@ -6,9 +6,13 @@
  * replacement, shutdown) flushes what is pending before the barrier's own write.
  *
  * Bounded whatever the store's speed: writes run one at a time, in order, and a message has at
- * most one write queued behind the one in flight. A queued update carries no content of its own:
- * it writes the message's latest full content when it runs, so windows that pass while the store
- * is slow collapse into that one write.
+ * most one write queued behind the one in flight. A queued update carries no text of its own:
+ * when it runs it appends everything received since the previous write, so windows that pass
+ * while the store is slow collapse into that one write.
+ *
+ * Each byte is held once and written once: the coalescer keeps only the text not yet handed to
+ * the store (plus the length already written), never the message's whole content, and a write
+ * appends at the database rather than rewriting the row.
  */
 
 export type StreamKind = 'MESSAGE' | 'REASONING'
@@ -16,8 +20,14 @@ export type StreamKind = 'MESSAGE' | 'REASONING'
 export interface CoalescerSink {
   /** Persists a new streaming message with its first text (and announces it). */
   create(kind: StreamKind, text: string): Promise<string>
-  /** Persists the message's whole content so far (and announces the update). */
-  update(messageId: string, content: string): Promise<void>
+  /** Appends `text` to the stored content, whose length is `offset` (and announces the update). */
+  update(messageId: string, append: StreamAppend): Promise<void>
+}
+
+export interface StreamAppend {
+  /** Length of the stored content before this text, in UTF-16 code units. */
+  offset: number
+  text: string
 }
 
 export interface Scheduler {
@@ -44,9 +54,10 @@ interface Streaming {
   agentMessageId: string | undefined
   /** The stored message id once the create write is done. */
   id: string | undefined
-  content: string
-  /** What the store holds, so a collapsed update that has nothing new writes nothing. */
-  written: string | undefined
+  /** Received and not yet handed to the store. */
+  unwritten: string
+  /** Length of the content handed to the store so far: the offset of the next append. */
+  written: number
   /** Chunks received since the last publication. */
   pending: number
   /** An update of this message waits in the queue (it will pick up later content by itself). */
@@ -85,7 +96,7 @@ export class SessionCoalescer {
     this.stats.received++
     const current = this.#current
     if (current && current.kind === kind && current.agentMessageId === agentMessageId) {
-      current.content += text
+      current.unwritten += text
       current.pending++
       this.stats.coalesced++
       this.#timer ??= this.scheduler.setTimeout(() => this.#publishWindow(), this.windowMs)
@@ -93,7 +104,7 @@ export class SessionCoalescer {
     }
     // A different message starts: what is pending of the previous one goes first.
     this.#publishPending()
-    const stream: Streaming = { kind, agentMessageId, id: undefined, content: text, written: undefined, pending: 0, updateQueued: false }
+    const stream: Streaming = { kind, agentMessageId, id: undefined, unwritten: text, written: 0, pending: 0, updateQueued: false }
     this.#current = stream
     this.#enqueue({ op: 'create', stream })
   }
@@ -149,17 +160,27 @@ export class SessionCoalescer {
   }
 
   async #write({ op, stream }: Write): Promise<void> {
-    const content = stream.content
+    // Taken before the await: chunks arriving meanwhile belong to the next write.
+    const text = stream.unwritten
+    const offset = stream.written
+    stream.unwritten = ''
+    stream.written += text.length
     if (op === 'create') {
-      stream.id = await this.sink.create(stream.kind, content)
-      stream.written = content
+      // A failed create leaves no record: later updates of this message write nothing.
+      stream.id = await this.sink.create(stream.kind, text)
       return
     }
     stream.updateQueued = false
-    // No record (its create failed) or nothing new since the last write: nothing to persist.
-    if (stream.id === undefined || stream.written === content) return
-    await this.sink.update(stream.id, content)
-    stream.written = content
+    // Nothing new, or no record to append to (its create failed): the text is dropped, not hoarded.
+    if (stream.id === undefined || text.length === 0) return
+    try {
+      await this.sink.update(stream.id, { offset, text })
+    } catch (error) {
+      // The statement did not commit: its text goes back in front, so the next write carries it.
+      stream.unwritten = text + stream.unwritten
+      stream.written = offset
+      throw error
+    }
   }
 
   #wakeRoomWaiters(): void {

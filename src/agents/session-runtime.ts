@@ -7,7 +7,6 @@ import {
   addMessage,
   cancelPendingRequests,
   clearSessionError,
-  completeTurn,
   findToolCallMessage,
   markPromptDispatched,
   openTurns,
@@ -16,10 +15,12 @@ import {
   updateSession,
   type NewMessage,
 } from '../store/runtime.ts'
+import { closeTurn } from '../store/turns.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
 import type { ClarifyResult, SessionErrorData } from './extensions.ts'
-import { realScheduler, SessionCoalescer, type Scheduler, type StreamKind } from './coalescer.ts'
+import { realScheduler, SessionCoalescer, type Scheduler, type StreamAppend, type StreamKind } from './coalescer.ts'
+import { appendMessageContent } from '../store/messages.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import { retryWrite } from './retry-write.ts'
 
@@ -77,7 +78,7 @@ export class SessionRuntime {
     this.coalescer = new SessionCoalescer(
       {
         create: (kind, text) => this.#createStreamMessage(kind, text),
-        update: (messageId, content) => this.#updateStreamMessage(messageId, content),
+        update: (messageId, append) => this.#appendStreamMessage(messageId, append),
       },
       (error) => deps.logger.error({ sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed'),
       deps.scheduler,
@@ -270,7 +271,9 @@ export class SessionRuntime {
         setSessionError(store, this.sessionId, { code: data.code, message, stamp: randomUUID(), occurredAt: now }),
       )
     }
-    const turn = await this.#write('turn.completed', () => completeTurn(store, input.turnId, input.response?.stopReason ?? 'error'))
+    const stopReason = input.response?.stopReason ?? 'error'
+    // The agent answered, so the turn ended, unless the answer acknowledges a cancel that cut it off.
+    const turn = await this.#write('turn.completed', () => this.#closeTurn(input.turnId, stopReason, stopReason === 'cancelled'))
     this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
     this.#turnId = undefined
     if (!this.agent.stopping) await this.#setState('WAITING_FOR_INPUT')
@@ -332,11 +335,20 @@ export class SessionRuntime {
     const { store } = this.deps
     const open = (await this.#bestEffort('turns.open', () => openTurns(store, this.sessionId))) ?? []
     for (const turn of open)
-      if (await this.#bestEffort('turn.completed', () => completeTurn(store, turn.id, stopReason)))
+      if (await this.#bestEffort('turn.completed', () => this.#closeTurn(turn.id, stopReason, true)))
         this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
     await this.#bestEffort('requests.cancelled', () => cancelPendingRequests(store, this.sessionId))
     if (await this.#bestEffort('session.state', () => updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })))
       this.#publishState(state)
+  }
+
+  /** Ends the turn with its open messages; each final status reaches open clients as a MessageUpdated. */
+  async #closeTurn(turnId: string, stopReason: string, interrupted: boolean) {
+    const { turn, messages } = await closeTurn(this.deps.store, turnId, { stopReason, interrupted })
+    // Only the status changed: followers of appends keep their copy of the content.
+    for (const m of messages)
+      this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId: m.id, version: m.version, contentUnchanged: true })
+    return turn
   }
 
   async #setState(state: SessionState): Promise<void> {
@@ -390,10 +402,12 @@ export class SessionRuntime {
     return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' })).id
   }
 
-  async #updateStreamMessage(messageId: string, content: string): Promise<void> {
-    const message = await updateMessage(this.deps.store, messageId, { content })
+  /** Only the window's text crosses the store and the pub/sub: subscribers that follow appends never reread the content. */
+  async #appendStreamMessage(messageId: string, append: StreamAppend): Promise<void> {
+    const result = await appendMessageContent(this.deps.store, messageId, append.text)
+    if (!result) return // deleted with its session meanwhile: nobody to tell
     this.deps.metrics.published()
-    this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId, version: message.version })
+    this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId, version: result.version, append })
   }
 
   #publish(payload: SessionEventPayload): void {

@@ -1,3 +1,5 @@
+import type { StreamTag } from './message-append.ts'
+
 /** What the schema may know about the WebSocket connection an operation arrived on. */
 export interface ConnectionScope {
   readonly id: string
@@ -12,7 +14,9 @@ export interface ConnectionScope {
 }
 
 /** How the scheduler must treat the next result of a subscription operation. */
-export type DeliveryTag = { frameClass: 'semantic'; sessionId?: string } | { frameClass: 'replaceable'; sessionId: string; key: string }
+export type DeliveryTag =
+  | { frameClass: 'semantic'; sessionId?: string }
+  | { frameClass: 'replaceable'; sessionId: string; key: string; stream?: StreamTag }
 
 export class ConnectionMemberships implements ConnectionScope {
   readonly #counts = new Map<string, number>()

@@ -1,7 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import type { FrameClass, OutboundScheduler } from './outbound-scheduler.ts'
 
-/** Queue depth per class (summed over open connections), replacements, evictions, 1013 closes. */
+/** Queue depth per class (summed over open connections), replacements, evictions, 1013 closes, every close the server decides. */
 export function createDeliveryMetrics(registry: Registry, schedulers: () => Iterable<OutboundScheduler>) {
   return {
     depth: new Gauge({
@@ -33,6 +33,12 @@ export function createDeliveryMetrics(registry: Registry, schedulers: () => Iter
       name: 'delivery_overflow_closes_total',
       help: 'Connections closed with 1013 because a queue overflowed, by class',
       labelNames: ['class'] as const,
+      registers: [registry],
+    }),
+    serverCloses: new Counter({
+      name: 'websocket_server_closes_total',
+      help: 'WebSocket connections the server ended (keepalive timeout, 1013 overflow, graphql-ws 4xxx, 1009, shutdown, ...), by close code and reason (fixed sets)',
+      labelNames: ['code', 'reason'] as const,
       registers: [registry],
     }),
   }

@@ -5,8 +5,9 @@
  *   waiting for a response that was silently dropped.
  * - semantic: every subscription event but MessageUpdated, in order.
  * - replaceable: MessageUpdated, keyed by session + message; a newer update replaces the queued
- *   one in place. Bounded per session and per connection; a session over its allowance loses its
- *   own oldest entry, never another session's. Sessions are served round-robin.
+ *   one in place (a frame may absorb the one it replaces: `ReplaceableFrame.supersede`). Bounded
+ *   per session and per connection; a session over its allowance loses its own oldest entry,
+ *   never another session's (the entry hears of it: `evicted`). Sessions are served round-robin.
  * A semantic frame of a session is a barrier: that session's replaceables queued before it are
  * written before it, and none queued after it overtakes it. The barrier flushes them from the
  * session's own replaceable queue (at most its allowance), so they never take semantic room.
@@ -55,8 +56,22 @@ export interface SchedulerEvents {
   overflowClosed?(frameClass: FrameClass): void
 }
 
+/**
+ * A replaceable frame that takes part in its own replacement. Rendered once, when written, so a
+ * frame that absorbed many others is serialized once, not once per absorption.
+ */
+export interface ReplaceableFrame {
+  render(): string
+  /** Replaces the undelivered `previous` of the same key: returns what is queued instead (default: this frame). */
+  supersede?(previous: ReplaceableFrame): ReplaceableFrame
+  /** Dropped unsent to make room: the next frame of its key follows a gap. */
+  evicted?(): void
+}
+
+const plainFrame = (frame: string): ReplaceableFrame => ({ render: () => frame })
+
 interface Replaceable {
-  frame: string
+  frame: ReplaceableFrame
   /** This session's semantic frames enqueued before this entry: it waits until they are written. */
   after: number
 }
@@ -120,19 +135,21 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  enqueueReplaceable(frame: string, sessionId: string, key: string): void {
+  enqueueReplaceable(frame: string | ReplaceableFrame, sessionId: string, key: string): void {
     if (this.#closed) return
-    if (this.limits.fifo) return this.#enqueueFifo(frame)
+    const entry = typeof frame === 'string' ? plainFrame(frame) : frame
+    if (this.limits.fifo) return this.#enqueueFifo(entry.render())
     const lane = this.#lane(sessionId)
     const existing = lane.replaceables.get(key)
     if (existing) {
-      existing.frame = frame // replaced in place: one unsent entry per key
+      // Replaced in place: one unsent entry per key.
+      existing.frame = entry.supersede ? entry.supersede(existing.frame) : entry
       this.events.replaced?.(sessionId)
       return this.pump()
     }
     if (lane.replaceables.size >= this.limits.replaceablePerSession) this.#evictOldest(sessionId, lane)
     else if (this.#replaceableCount >= this.limits.replaceablePerConnection) this.#evictFromFullest(sessionId, lane)
-    lane.replaceables.set(key, { frame, after: lane.semanticEnqueued })
+    lane.replaceables.set(key, { frame: entry, after: lane.semanticEnqueued })
     this.#replaceableCount++
     this.pump()
   }
@@ -156,10 +173,12 @@ export class OutboundScheduler {
   }
 
   #evictOldest(sessionId: string, lane: SessionLane): void {
-    const oldest = lane.replaceables.keys().next()
+    const oldest = lane.replaceables.entries().next()
     if (oldest.done) return
-    lane.replaceables.delete(oldest.value)
+    const [key, entry] = oldest.value
+    lane.replaceables.delete(key)
     this.#replaceableCount--
+    entry.frame.evicted?.()
     this.events.evicted?.(sessionId)
   }
 
@@ -236,7 +255,7 @@ export class OutboundScheduler {
     lane.replaceables.delete(key)
     this.#replaceableCount--
     this.#forgetIfIdle(sessionId, lane)
-    return entry.frame
+    return entry.frame.render()
   }
 
   #forgetIfIdle(sessionId: string, lane: SessionLane): void {

@@ -12,13 +12,17 @@ import type { Context } from '../schema/context.ts'
 import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
 import { ConnectionMemberships } from './connection.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
+import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
+import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
+import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
 import { Cohorts, MULTIPLEXABLE_FIELDS } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
+/** A client that has not answered a ping by the next one is dropped: after 12 to 24 s of silence. */
 const KEEPALIVE_MS = 12_000
 
 interface Connection {
@@ -27,6 +31,10 @@ interface Connection {
   principal?: Principal
   /** Operation id → its context, for subscriptions (results are classified by their tag). */
   subscriptions: Map<string, Context>
+  /** Logs and counts the close the server decides, once (server-closes.ts). */
+  closedByServer: (code: number, detail?: Record<string, unknown>) => void
+  /** Why onConnect refused, for the 4403 close line. */
+  refusal?: string
 }
 
 type Enveloped = ReturnType<YogaServer['getEnveloped']>
@@ -35,6 +43,15 @@ type Enveloped = ReturnType<YogaServer['getEnveloped']>
 interface OperationRoot {
   enveloped: Enveloped
   cohortKey?: string
+}
+
+/** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
+const FRAME_HEAD = /^\{"id":("(?:[^"\\]|\\.)*"),"type":"([a-z_]+)"/
+
+export function frameHeader(data: string): { type: string; id?: string } {
+  const head = FRAME_HEAD.exec(data)
+  if (head) return { id: JSON.parse(head[1]!) as string, type: head[2]! }
+  return JSON.parse(data) as { type: string; id?: string }
 }
 
 /**
@@ -57,6 +74,10 @@ export function attachDeliveryGateway(options: {
   onConnectionClosed?: (connectionId: string) => void
   /** False while the server must not serve (startup recovery, shutdown): the handshake gets 503. */
   acceptingConnections?: () => boolean
+  /** Ping interval (a silent client is dropped after one to two of them) and its timers; tests inject both. */
+  keepalive?: { intervalMs?: number; timers?: Scheduler }
+  /** graphql-ws closes a socket with 4408 when connection_init does not come within this (its default 3 s). */
+  connectionInitWaitTimeoutMs?: number
 }) {
   const { yoga, store, logger, metrics } = options
   const limits = options.limits ?? DEFAULT_LIMITS
@@ -65,6 +86,7 @@ export function attachDeliveryGateway(options: {
   const delivery = createDeliveryMetrics(metrics.registry, () => [...connections.values()].map((c) => c.scheduler))
   const countError = errorCounter(metrics)
   const subscriptionStats = subscriptionMetrics(metrics)
+  const closeRecorder = serverCloseRecorder(delivery.serverCloses, logger)
   const wss = new WebSocketServer({
     server: options.httpServer,
     path: yoga.graphqlEndpoint,
@@ -76,6 +98,7 @@ export function attachDeliveryGateway(options: {
   })
 
   const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
+    connectionInitWaitTimeout: options.connectionInitWaitTimeoutMs,
     execute: (args: ExecutionArgs) => (args.rootValue as OperationRoot).enveloped.execute(args),
     subscribe: (args: ExecutionArgs) => {
       const { enveloped, cohortKey } = args.rootValue as OperationRoot
@@ -88,7 +111,7 @@ export function attachDeliveryGateway(options: {
       const principal = token ? await principalForToken(store.db, token) : null
       const connection = connections.get(ctx.extra.socket)
       if (!principal || !connection) {
-        logger.info({ action: 'ws.reject', reason: token ? 'unknown token' : 'no token' }, 'websocket refused')
+        if (connection) connection.refusal = token ? 'unknown token' : 'no token'
         return false
       }
       connection.principal = principal
@@ -160,7 +183,7 @@ export function attachDeliveryGateway(options: {
 
   /** Sorts each outgoing graphql-ws frame into its delivery class. */
   function route(connection: Connection, data: string): void {
-    const { type, id } = JSON.parse(data) as { type: string; id?: string }
+    const { type, id } = frameHeader(data)
     const context = id === undefined ? undefined : connection.subscriptions.get(id)
     if (!context) return connection.scheduler.enqueueControl(data)
     if (type !== 'next') {
@@ -169,7 +192,11 @@ export function attachDeliveryGateway(options: {
     }
     const tag = context.deliveryTag
     context.deliveryTag = undefined
-    if (tag?.frameClass === 'replaceable') return connection.scheduler.enqueueReplaceable(data, tag.sessionId, tag.key)
+    if (tag?.frameClass === 'replaceable') {
+      // Keyed per subscription too: two subscriptions of one session on a connection each follow their own appends.
+      const frame = tag.stream ? streamFrame(data, tag.stream) : data
+      return connection.scheduler.enqueueReplaceable(frame, tag.sessionId, `${tag.key} ${id}`)
+    }
     connection.scheduler.enqueueSemantic(data, tag?.sessionId)
   }
 
@@ -181,7 +208,11 @@ export function attachDeliveryGateway(options: {
           return socket.bufferedAmount
         },
         send: (frame, done) => socket.send(frame, () => done()),
-        close: (code, reason) => socket.close(code, reason),
+        close: (code, reason) => {
+          // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
+          if (socket.readyState === socket.OPEN) connection.closedByServer(code, { refusal: connection.refusal })
+          socket.close(code, reason)
+        },
       },
       limits,
       {
@@ -192,23 +223,33 @@ export function attachDeliveryGateway(options: {
         },
         overflowClosed: (frameClass) => {
           delivery.overflowCloses.inc({ class: frameClass })
-          logger.warn({ client: memberships.id, queueClass: frameClass, action: 'close-1013' }, 'outbound queue overflow; connection closed')
+          connection.closedByServer(1013, { queueClass: frameClass })
         },
       },
     )
-    const connection: Connection = { memberships, scheduler, subscriptions: new Map() }
+    const connection: Connection = { memberships, scheduler, subscriptions: new Map(), closedByServer: closeRecorder(memberships.id) }
     connections.set(socket, connection)
-    socket.once('error', (error) => {
-      logger.warn({ err: error, client: memberships.id }, 'websocket error')
+    // ws emits this when it refused what the client sent (too big, bad UTF-8, bad framing) and has already closed.
+    socket.once('error', (error: Error & { code?: string }) => {
+      const code = closeCodeOfSocketError(error)
+      connection.closedByServer(code, code === CloseCode.InternalServerError ? { err: error } : { wsError: error.code })
       socket.close(CloseCode.InternalServerError, 'Internal server error')
     })
-    let pongWait: NodeJS.Timeout | undefined
-    const ping = setInterval(() => {
+    const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
+    const timers = options.keepalive?.timers ?? realScheduler
+    let answered = true
+    socket.on('pong', () => (answered = true))
+    const keepalive = () => {
       if (socket.readyState !== socket.OPEN) return
-      pongWait = setTimeout(() => socket.terminate(), KEEPALIVE_MS)
-      socket.once('pong', () => clearTimeout(pongWait))
+      if (!answered) {
+        connection.closedByServer(KEEPALIVE_CLOSE_CODE, { keepaliveMs: String(keepaliveMs) })
+        return socket.terminate()
+      }
+      answered = false
       socket.ping()
-    }, KEEPALIVE_MS)
+      keepaliveTimer = timers.setTimeout(keepalive, keepaliveMs)
+    }
+    let keepaliveTimer = timers.setTimeout(keepalive, keepaliveMs)
     const closed = server.opened(
       {
         protocol: socket.protocol,
@@ -222,6 +263,7 @@ export function attachDeliveryGateway(options: {
               await cb(String(event))
             } catch (error) {
               logger.error({ err: error, client: memberships.id }, 'graphql-ws message handling failed')
+              connection.closedByServer(CloseCode.InternalServerError)
               socket.close(CloseCode.InternalServerError, 'Internal server error')
             }
           }),
@@ -229,8 +271,7 @@ export function attachDeliveryGateway(options: {
       { socket, request } as { socket: WebSocket },
     )
     socket.once('close', (code, reason) => {
-      clearInterval(ping)
-      clearTimeout(pongWait)
+      timers.clearTimeout(keepaliveTimer)
       connections.delete(socket)
       subscriptionStats.endAllOwned(socket)
       scheduler.close(code, String(reason)) // drops whatever was still queued for the gone socket
@@ -256,7 +297,10 @@ export function attachDeliveryGateway(options: {
     },
     sockets: () => [...connections.keys()],
     async close() {
-      for (const socket of wss.clients) socket.close(1001, 'Going away')
+      for (const socket of wss.clients) {
+        connections.get(socket)?.closedByServer(1001)
+        socket.close(1001, 'Going away')
+      }
       await new Promise<void>((resolve) => wss.close(() => resolve()))
     },
   }

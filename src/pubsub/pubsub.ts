@@ -24,12 +24,24 @@ export type WorkspaceEventPayload =
   | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
 
 /**
- * Session stream events across instances: ids only (plus the models, which are small); the
+ * Session stream events across instances: ids only (plus a streamed window's appended text); the
  * delivery layer loads rows per event. MessageUpdated is the replaceable class.
  */
 export type SessionEventPayload =
   | { type: 'MessageAdded'; sessionId: string; messageId: string }
-  | { type: 'MessageUpdated'; sessionId: string; messageId: string; version: number }
+  /**
+   * `append`: the content at `version` is the content at `version - 1` (of length `offset`) plus
+   * `text`. `contentUnchanged`: only other fields changed (a final status). Neither: anything may
+   * have changed, content included.
+   */
+  | {
+      type: 'MessageUpdated'
+      sessionId: string
+      messageId: string
+      version: number
+      append?: { offset: number; text: string }
+      contentUnchanged?: true
+    }
   | { type: 'MessageDeleted'; sessionId: string; messageId: string }
   | { type: 'SessionStateChanged'; sessionId: string; state: string }
   | { type: 'SessionModelsUpdated'; sessionId: string }

@@ -1,38 +1,108 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
+import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
-import { setSessionError, strandedSessions, updateSession } from '../store/runtime.ts'
+import { strandedSessions } from '../store/runtime.ts'
+import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
+
+export interface RecoverableSession {
+  id: string
+  agentProfile: string
+}
+
+export interface RecoveryOptions {
+  store: Store
+  logger: Logger
+  /** Profiles this server can relaunch; a session of another profile ends FAILED. */
+  resumableProfiles: ReadonlySet<string>
+  /** Subscribers elsewhere (Redis) learn of each closed turn and final message; absent, nothing is published. */
+  pubsub?: PubSub
+}
+
+/** Only these states claim a live agent, so only they are reset; a stopped or failed session keeps its state. */
+const LIVE_STATES = ['STARTING', 'RUNNING']
 
 /**
- * After a restart no agent process survives: sessions left STARTING or RUNNING become
- * WAITING_FOR_INPUT (relaunched on demand), or FAILED when their profile no longer exists. Each
- * repair is an ordinary store write, so it reaches the summaries through the same source-event
- * path; then every persisted summary is reconciled. Readiness waits for all of it.
+ * Recovers sessions whose agent process died with the server process that ran it: at startup,
+ * and for a takeover of a dead instance's sessions. Every turn it left open closes as
+ * interrupted, every partial message gets its final status, every pending request nobody can
+ * answer is cancelled; then sessions left STARTING or RUNNING become WAITING_FOR_INPUT
+ * (relaunched on demand), or FAILED when their profile is gone. Bounded: a fixed number of
+ * statements per batch of sessions, whatever their turns and messages. Each write emits its
+ * source events, so the summaries re-derive through the projector as for any other write.
  */
-export async function recoverAfterRestart(options: {
-  store: Store
-  projector: Projector
-  logger: Logger
-  resumableProfiles: ReadonlySet<string>
-}): Promise<{ repairedSessions: number; reconciledTasks: number }> {
-  const { store, projector, logger } = options
-  const stranded = await strandedSessions(store)
-  for (const session of stranded) {
-    if (options.resumableProfiles.has(session.agentProfile)) {
-      await updateSession(store, session.id, { state: 'WAITING_FOR_INPUT', activeSubagentCount: 0, backgroundWork: false })
-    } else {
-      await setSessionError(store, session.id, {
-        code: 'agent_unavailable',
-        message: `Agent profile ${session.agentProfile} is not configured on this server.`,
-        stamp: `recovery:${session.id}:${store.now().toISOString()}`,
-        occurredAt: store.now(),
-      })
-      await updateSession(store, session.id, { state: 'FAILED', activeSubagentCount: 0, backgroundWork: false })
-    }
+export async function recoverSessions(options: RecoveryOptions, sessions: readonly RecoverableSession[]) {
+  const { store } = options
+  const ids = [...new Set(sessions.map((s) => s.id))]
+  if (ids.length === 0) return { resumed: 0, failed: 0, closedTurns: 0, finalizedMessages: 0 }
+  const closed = await closeInterruptedWork(store, ids)
+  const at = store.now()
+  const profiles = new Map(sessions.map((s) => [s.id, s.agentProfile]))
+  const resumable = ids.filter((id) => options.resumableProfiles.has(profiles.get(id)!))
+  const orphans = new Map<string, string[]>()
+  for (const id of ids) {
+    const profile = profiles.get(id)!
+    if (!options.resumableProfiles.has(profile)) orphans.set(profile, [...(orphans.get(profile) ?? []), id])
   }
+  const live = { state: { in: LIVE_STATES } }
+  // Read before writing: updateMany returns counts, and these rows name the sessions that change.
+  const changing = await store.db.session.findMany({
+    where: { id: { in: ids }, ...live },
+    select: { id: true, taskId: true, task: { select: { workspaceId: true } } },
+  })
+  const idle = { activeSubagentCount: 0, backgroundWork: false, updatedAt: at }
+  await store.db.$transaction(async (tx) => {
+    if (resumable.length > 0)
+      await tx.session.updateMany({ where: { id: { in: resumable }, ...live }, data: { state: 'WAITING_FOR_INPUT', ...idle } })
+    for (const [profile, orphanIds] of orphans)
+      await tx.session.updateMany({
+        where: { id: { in: orphanIds }, ...live },
+        data: {
+          state: 'FAILED',
+          ...idle,
+          errorCode: 'agent_unavailable',
+          errorMessage: `Agent profile ${profile} is not configured on this server.`,
+          // One stamp per recovery run: a stamp only has to differ from the session's own earlier ones.
+          errorStamp: `recovery:${at.toISOString()}`,
+          errorOccurredAt: at,
+        },
+      })
+  })
+  for (const s of changing)
+    store.events.emit({ kind: 'session.changed', taskId: s.taskId, workspaceId: s.task.workspaceId, sessionId: s.id })
+
+  const publish = (payload: SessionEventPayload) =>
+    options.pubsub?.publish('session', payload.sessionId, payload).catch((error: unknown) =>
+      options.logger.warn({ err: error, sessionId: payload.sessionId }, 'session event publish failed'),
+    )
+  // The replaceable updates first: a semantic event of a session is a barrier that flushes them.
+  // Only statuses changed: followers of appends keep their copy of the content.
+  for (const m of closed.messages)
+    void publish({ type: 'MessageUpdated', sessionId: m.sessionId, messageId: m.id, version: m.version, contentUnchanged: true })
+  for (const t of closed.turns) void publish({ type: 'TurnCompleted', sessionId: t.sessionId, turnId: t.id })
+  const failedIds = new Set([...orphans.values()].flat())
+  for (const s of changing)
+    void publish({ type: 'SessionStateChanged', sessionId: s.id, state: failedIds.has(s.id) ? 'FAILED' : 'WAITING_FOR_INPUT' })
+
+  const failed = changing.filter((s) => failedIds.has(s.id)).length
+  return { resumed: changing.length - failed, failed, closedTurns: closed.turns.length, finalizedMessages: closed.messages.length }
+}
+
+/**
+ * After a restart no agent process survives. Sessions left STARTING or RUNNING are recovered;
+ * so is, when this process is the database's only server (SQLite's lock), every session that
+ * still has an open turn or a message in progress, whatever its state (left by an older server
+ * that did not close them). Then every persisted summary is reconciled. Readiness waits for all of it.
+ */
+export async function recoverAfterRestart(options: RecoveryOptions & { projector: Projector; exclusive?: boolean }) {
+  const { store, projector, logger } = options
+  const stranded: RecoverableSession[] = await strandedSessions(store)
+  if (options.exclusive) stranded.push(...(await sessionsWithOpenWork(store)))
+  const recovered = await recoverSessions(options, stranded)
   await projector.idle()
   const reconciledTasks = await projector.reconcileAll()
   await projector.idle()
-  logger.info({ repairedSessions: stranded.length, reconciledTasks }, 'startup recovery finished')
-  return { repairedSessions: stranded.length, reconciledTasks }
+  const repairedSessions = recovered.resumed + recovered.failed
+  logger.info({ repairedSessions, ...recovered, reconciledTasks }, 'startup recovery finished')
+  return { repairedSessions, reconciledTasks, ...recovered }
 }

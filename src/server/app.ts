@@ -43,6 +43,8 @@ export interface StartOptions {
   multiplexSubscriptions?: boolean
   /** Timeouts of the start-up checks (tests shorten them). */
   preflight?: PreflightOptions
+  /** WebSocket keepalive and graphql-ws's connection_init wait (tests inject timers or shorten them). */
+  websocket?: Pick<Parameters<typeof attachDeliveryGateway>[0], 'keepalive' | 'connectionInitWaitTimeoutMs'>
 }
 
 export interface RunningServer {
@@ -147,7 +149,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready, ...options.websocket })
 
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
@@ -158,7 +160,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store,
     projector,
     logger,
+    pubsub,
     resumableProfiles: new Set(profiles.keys()),
+    // The SQLite lock makes this the file's only server: whatever is open there, a dead process left.
+    exclusive: config.databaseProvider === 'sqlite',
   })
   readiness.markReady()
 

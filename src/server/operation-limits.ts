@@ -11,11 +11,11 @@ import {
   type GraphQLSchema,
   type ValidationContext,
 } from 'graphql'
-import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth'
 import { maxAliasesPlugin } from '@escape.tech/graphql-armor-max-aliases'
 import { maxDirectivesPlugin } from '@escape.tech/graphql-armor-max-directives'
 import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens'
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit'
+import { queryDepthRule } from './query-depth.ts'
 
 /**
  * What one GraphQL document may ask for (README "Limits"). The deepest real documents of the schema
@@ -24,7 +24,10 @@ import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit'
  * third of maxCost (test/schema/operation-limits.test.ts).
  */
 export const OPERATION_LIMITS = {
-  /** MAPPING.md: query depth at most 12. */
+  /**
+   * MAPPING.md: query depth at most 12, introspection included. The standard introspection query
+   * counts exactly 12 because the first levels of an `ofType` chain nest no data (query-depth.ts).
+   */
   maxDepth: 12,
   maxAliases: 15,
   maxDirectives: 50,
@@ -107,6 +110,16 @@ function requestBodyLimitCodePlugin(limits: OperationLimits): Plugin {
   }
 }
 
+/** armor's max-depth plugin skips every `__schema` selection; this count covers every document (query-depth.ts). */
+function queryDepthPlugin(limits: OperationLimits): Plugin {
+  const rule = queryDepthRule(limits.maxDepth, reportAs('maxDepth'))
+  return {
+    onValidate({ addValidationRule }) {
+      addValidationRule(rule)
+    },
+  }
+}
+
 const PAGE_ARGUMENTS = new Set(['first', 'last'])
 
 /**
@@ -144,7 +157,8 @@ function withEffectivePageSizes(schema: GraphQLSchema, document: DocumentNode, v
  * sees, so it runs when an operation is about to execute or subscribe: still before any resolver.
  */
 function costLimitPlugin(limits: OperationLimits): Plugin {
-  const rule = costLimitRule({ maxCost: limits.maxCost, ...validationOptions('maxCost') })
+  // armor leaves `__schema` out by default; the standard introspection query costs about 87,500.
+  const rule = costLimitRule({ maxCost: limits.maxCost, ignoreIntrospection: false, ...validationOptions('maxCost') })
   const refusal = (args: { schema: GraphQLSchema; document: DocumentNode; variableValues?: Record<string, unknown> | null }) => {
     const errors = validate(args.schema, withEffectivePageSizes(args.schema, args.document, args.variableValues ?? {}), [rule])
     return errors.length > 0 ? { errors } : undefined
@@ -169,7 +183,7 @@ export function operationLimitPlugins(limits: OperationLimits = OPERATION_LIMITS
   return [
     requestBodyLimitCodePlugin(limits),
     documentSizePlugin(limits),
-    maxDepthPlugin({ n: limits.maxDepth, ...validationOptions('maxDepth') }),
+    queryDepthPlugin(limits),
     maxAliasesPlugin({ n: limits.maxAliases, ...validationOptions('maxAliases') }),
     maxDirectivesPlugin({ n: limits.maxDirectives, ...validationOptions('maxDirectives') }),
     costLimitPlugin(limits),

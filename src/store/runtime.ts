@@ -10,7 +10,7 @@ async function workspaceOf({ db }: Store, taskId: string): Promise<string> {
   return (await db.task.findUniqueOrThrow({ where: { id: taskId }, select: { workspaceId: true } })).workspaceId
 }
 
-async function emit(store: Store, kind: SourceEventKind, taskId: string, sessionId?: string) {
+export async function emit(store: Store, kind: SourceEventKind, taskId: string, sessionId?: string) {
   store.events.emit({ kind, taskId, workspaceId: await workspaceOf(store, taskId), sessionId })
 }
 

@@ -103,7 +103,8 @@ export async function loadSummaryInputs(
     withSessions.length
       ? db.turn.groupBy({
           by: ['taskId'],
-          where: { taskId: { in: withSessions }, lifecycleOnly: false, completedAt: { not: null } },
+          // Cut-off turns do not count: one cut off live already moved the task's own activity time, one closed by recovery is no milestone.
+          where: { taskId: { in: withSessions }, lifecycleOnly: false, interrupted: false, completedAt: { not: null } },
           _max: { completedAt: true },
         })
       : none,

@@ -43,9 +43,12 @@ function recordingSink(clock: { now: number }) {
       writes.push({ op: 'create', id, content: text, at: clock.now, kind })
       return id
     },
-    async update(id, content) {
-      stored.set(id, content)
-      writes.push({ op: 'update', id, content, at: clock.now })
+    // Records what the store holds after each append, so expectations read as whole contents.
+    async update(id, { offset, text }) {
+      const before = stored.get(id) ?? ''
+      if (offset !== before.length) throw new Error(`append at ${offset} onto ${before.length} characters`)
+      stored.set(id, before + text)
+      writes.push({ op: 'update', id, content: before + text, at: clock.now })
     },
   }
   return { sink, writes, stored }
@@ -142,7 +145,14 @@ describe('SessionCoalescer (100 ms windows, injected timers)', () => {
       inFlight--
       return value
     }
-    const sink: CoalescerSink = { create: (_kind, text) => slow('create', text, 'm1'), update: (_id, content) => slow('update', content, undefined) }
+    let stored = ''
+    const sink: CoalescerSink = {
+      create: (_kind, text) => slow('create', (stored = text), 'm1'),
+      update: (_id, append) => {
+        expect(append.offset).toBe(stored.length)
+        return slow('update', (stored += append.text), undefined)
+      },
+    }
     const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
     let expected = ''
     for (let i = 0; i < 30_000; i++) {
@@ -164,6 +174,64 @@ describe('SessionCoalescer (100 ms windows, injected timers)', () => {
       { op: 'create', content: '0;' },
       { op: 'update', content: expected },
     ])
+  })
+
+  it('hands each byte to the store once: every update is only the text since the previous write, at the stored length', async () => {
+    const time = manualScheduler()
+    const appended: { offset: number; text: string }[] = []
+    let first = ''
+    const sink: CoalescerSink = {
+      create: async (_kind, text) => ((first = text), 'm1'),
+      update: async (_id, append) => void appended.push(append),
+    }
+    const c = new SessionCoalescer(sink, (e) => { throw e }, time.scheduler)
+    let expected = ''
+    for (let i = 0; i < 3000; i++) {
+      c.chunk('MESSAGE', `${i};`)
+      expected += `${i};`
+      if (i % 100 === 99) {
+        time.advance(50)
+        await new Promise((r) => setImmediate(r))
+      }
+    }
+    await c.flush()
+    expect(appended.length).toBeGreaterThan(5)
+    let length = first.length
+    for (const a of appended) {
+      expect(a.offset).toBe(length)
+      length += a.text.length
+    }
+    expect(first + appended.map((a) => a.text).join('')).toBe(expected)
+    expect(first.length + appended.reduce((n, a) => n + a.text.length, 0)).toBe(expected.length)
+  })
+
+  it('a failed update loses no text: the next write carries it in front of what came after', async () => {
+    const time = manualScheduler()
+    const stored = new Map<string, string>()
+    let failNext = false
+    const errors: unknown[] = []
+    const sink: CoalescerSink = {
+      create: async (_kind, text) => (stored.set('m1', text), 'm1'),
+      update: async (id, { offset, text }) => {
+        if (failNext) {
+          failNext = false
+          throw new Error('injected write failure')
+        }
+        expect(offset).toBe(stored.get(id)!.length)
+        stored.set(id, stored.get(id)! + text)
+      },
+    }
+    const c = new SessionCoalescer(sink, (e) => errors.push(e), time.scheduler)
+    c.chunk('MESSAGE', 'a')
+    await new Promise((r) => setImmediate(r))
+    c.chunk('MESSAGE', 'b')
+    failNext = true
+    time.advance(100)
+    await new Promise((r) => setImmediate(r))
+    c.chunk('MESSAGE', 'c')
+    await c.flush()
+    expect(errors).toHaveLength(1)
+    expect(stored.get('m1')).toBe('abc')
   })
 
   it('a producer waits for room when many messages queue behind a slow store', async () => {

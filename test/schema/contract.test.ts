@@ -27,9 +27,6 @@ const ALLOWED_DANGEROUS: string[] = [
  * shrinks, and it is empty once the resumable feed exists.
  */
 const NOT_YET_BUILT: string[] = [
-  // MessageUpdated.append (v1.2) — "After a crash nothing stays open, and a long stream costs each byte once".
-  'TYPE_REMOVED: MessageAppend was removed.',
-  'FIELD_REMOVED: MessageUpdated.append was removed.',
   // Resumable workspace feed — "Read model at scale: … a resumable workspace feed".
   'FIELD_REMOVED: BootState.feedCursor was removed.',
   'ARG_REMOVED: Subscription.workspaceEvents arg after was removed.',

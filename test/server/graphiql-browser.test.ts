@@ -40,7 +40,12 @@ describe('GraphiQL in a browser with every other host blocked (sqlite)', () => {
     const pageErrors: string[] = []
     page.on('pageerror', (error) => pageErrors.push(error.message))
 
+    // GraphiQL introspects at load; every limit applies to introspection, and its standard query passes them.
+    const introspection = page.waitForResponse((r) => r.request().postData()?.includes('query IntrospectionQuery') === true)
     await page.goto(server.graphqlUrl)
+    const introspected = (await (await introspection).json()) as { data?: { __schema: { types: unknown[] } }; errors?: unknown }
+    expect(introspected.errors).toBeUndefined()
+    expect(introspected.data?.__schema.types.length).toBeGreaterThan(50)
     // Before waiting for the editor: a page that reaches for a CDN fails here, naming the URLs.
     expect(blocked.attempted).toEqual([])
     expect(await page.title()).toBe('Task status server')

@@ -15,9 +15,16 @@ export interface ServerProcess {
  * `npm start`, `dist/main.js` the build). Only PATH and HOME are inherited, so the environment
  * given is the whole configuration.
  */
-export function spawnServer(args: string[], env: Record<string, string>, children: ChildProcess[]): ServerProcess {
+export function spawnServer(
+  args: string[],
+  env: Record<string, string>,
+  children: ChildProcess[],
+  /** `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too. */
+  options: { detached?: boolean } = {},
+): ServerProcess {
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
+    detached: options.detached ?? false,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

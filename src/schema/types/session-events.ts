@@ -4,6 +4,10 @@ import { notFound } from '../../errors.ts'
 import { RESYNC, type SessionEventPayload } from '../../pubsub/pubsub.ts'
 import { transformIterator } from '../../pubsub/transform.ts'
 import { findMessage, findTurn } from '../../store/runtime.ts'
+import { findMessageWithoutContent } from '../../store/messages.ts'
+import { AppendChain, streamTag, type Append } from '../../delivery/message-append.ts'
+import type { MessageValue } from '../message-content.ts'
+import { responsePathAsArray, type GraphQLResolveInfo } from 'graphql'
 import { findSessions, gitOfSessions, messagesOfSession } from '../../store/sessions.ts'
 import type { Store } from '../../store/store.ts'
 import type { Context } from '../context.ts'
@@ -21,7 +25,8 @@ type Models = (typeof SessionModelsRef)['$inferType']
 export type SessionEventValue =
   | { type: 'SessionJoined'; sessionId: string; snapshot: { session: SessionRow; messages: MessageRow[] } | null }
   | { type: 'MessageAdded'; message: MessageRow }
-  | { type: 'MessageUpdated'; message: MessageRow }
+  /** `chain`: the subscription's, set once the event is resolved for it. */
+  | { type: 'MessageUpdated'; message: MessageValue; append: Append | null; chain?: AppendChain }
   | { type: 'MessageDeleted'; sessionId: string; messageId: string }
   | { type: 'SessionStateChanged'; session: SessionRow }
   | { type: 'SessionModelsUpdated'; sessionId: string; models: Models }
@@ -57,9 +62,46 @@ const MessageAddedRef = builder.objectRef<Of<'MessageAdded'>>('MessageAdded').im
   fields: (t) => ({ message: t.field({ type: MessageRef, resolve: (e) => e.message }) }),
 })
 
+/** The leaves' response paths go to the gateway, which may rewrite them when appends merge. */
+function recordLeaf(ctx: Context, info: GraphQLResolveInfo, field: keyof Append) {
+  if (ctx.deliveryTag?.frameClass === 'replaceable') ctx.deliveryTag.stream?.leaves.push({ path: responsePathAsArray(info.path), field })
+}
+
+const MessageAppendRef = builder.objectRef<Append>('MessageAppend').implement({
+  description: '(v1.2) Text appended to a message\'s content.',
+  fields: (t) => ({
+    offset: t.int({
+      description: 'Length of the content before this append, in UTF-16 code units (JavaScript string length).',
+      resolve: (a, _args, ctx, info) => {
+        recordLeaf(ctx, info, 'offset')
+        return a.offset
+      },
+    }),
+    text: t.string({
+      resolve: (a, _args, ctx, info) => {
+        recordLeaf(ctx, info, 'text')
+        return a.text
+      },
+    }),
+  }),
+})
+
 const MessageUpdatedRef = builder.objectRef<Of<'MessageUpdated'>>('MessageUpdated').implement({
   description: 'Replaceable: a newer update for the same message may supersede an undelivered older one.',
-  fields: (t) => ({ message: t.field({ type: MessageRef, resolve: (e) => e.message }) }),
+  fields: (t) => ({
+    message: t.field({ type: MessageRef, resolve: (e) => e.message }),
+    append: t.field({
+      type: MessageAppendRef,
+      nullable: true,
+      description:
+        "(v1.2) Set when the message's content only grew since the previous MessageUpdated delivered on this subscription: the text appended at `offset`. A client that selects `append` (and not `message.content`) receives each streamed byte once; undelivered appends of one message merge into one. Null after a gap or a non-append change: then read `message.content`.",
+      resolve: (e, _args, ctx, info) => {
+        if (!e.append) return null
+        if (ctx.deliveryTag?.frameClass === 'replaceable') ctx.deliveryTag.stream?.appendPaths.push(responsePathAsArray(info.path))
+        return e.append
+      },
+    }),
+  }),
 })
 
 const MessageDeletedRef = builder.objectRef<Of<'MessageDeleted'>>('MessageDeleted').implement({
@@ -116,10 +158,20 @@ const SessionEventRef = builder.unionType('SessionEvent', {
 /** Reads what one published session event renders (rows only; nothing viewer-specific). */
 async function readSessionEvent(store: Store, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
   switch (payload.type) {
-    case 'MessageAdded':
-    case 'MessageUpdated': {
+    case 'MessageAdded': {
       const message = await findMessage(store, payload.messageId)
       return message ? { type: payload.type, message } : undefined
+    }
+    case 'MessageUpdated': {
+      if (payload.append || payload.contentUnchanged) {
+        // The content is read only if some subscriber selects it (message-content.ts). The frame
+        // describes the publication's version even when the row has moved on, so that a client
+        // keeping the highest version does not skip the next append.
+        const row = await findMessageWithoutContent(store, payload.messageId)
+        return row ? { type: 'MessageUpdated', message: { ...row, version: payload.version }, append: null } : undefined
+      }
+      const message = await findMessage(store, payload.messageId)
+      return message ? { type: 'MessageUpdated', message, append: null } : undefined
     }
     case 'MessageDeleted':
       return { type: 'MessageDeleted', sessionId: payload.sessionId, messageId: payload.messageId }
@@ -161,10 +213,28 @@ function sharedSessionEvent(store: Store, payload: SessionEventPayload): Promise
   return read
 }
 
-/** One subscriber's view of an event: loaders fresh for this event, rows shared with the other subscribers. */
-function resolveSessionEvent(ctx: Context, payload: SessionEventPayload): Promise<SessionEventValue | undefined> {
+/**
+ * One subscriber's view of an event: loaders fresh for this event, rows shared with the other
+ * subscribers, and the append decided by what this subscription delivered before.
+ */
+async function resolveSessionEvent(ctx: Context, payload: SessionEventPayload, chain: AppendChain): Promise<SessionEventValue | undefined> {
   ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
-  return sharedSessionEvent(ctx.store, payload)
+  const event = await sharedSessionEvent(ctx.store, payload)
+  if (event?.type === 'MessageAdded') chain.seed(event.message.id, event.message.version, event.message.content.length)
+  else if (event?.type === 'MessageDeleted') chain.forget(event.messageId)
+  if (event?.type !== 'MessageUpdated' || payload.type !== 'MessageUpdated') return event
+  const change = payload.append ?? (payload.contentUnchanged ? 'unchanged' : undefined)
+  if (change === undefined) {
+    // A full row: whatever changed, the client gets this version whole.
+    const { id, version, content } = event.message
+    if (content === undefined) chain.forget(id)
+    else chain.seed(id, version, content.length)
+    return { ...event, chain }
+  }
+  const append = chain.advance(event.message.id, payload.version, change)
+  // This client holds that version already (its snapshot or MessageAdded was read after it).
+  if (append === 'stale') return undefined
+  return { ...event, append, chain }
 }
 
 /** Yields `first`, then `rest`; return() reaches `rest` and runs `onEnd` exactly once. */
@@ -213,6 +283,7 @@ builder.subscriptionField('sessionEvents', (t) =>
     subscribe: async (_root, { sessionId }, ctx) => {
       const session = await requireReadableSession(ctx, sessionId)
       if (!session) throw notFound('Session', sessionId)
+      const chain = new AppendChain()
       // Live events first, snapshot second: nothing that happens in between is lost.
       const live = ctx.pubsub.subscribe('session', sessionId, {
         onOverflow: () => RESYNC.session(sessionId, 'subscriber fell behind; events were dropped'),
@@ -223,8 +294,9 @@ builder.subscriptionField('sessionEvents', (t) =>
         const snapshot = newlyJoined
           ? { session, messages: (await messagesOfSession(ctx.store, sessionId, SNAPSHOT_MESSAGES)) ?? [] }
           : null
+        for (const message of snapshot?.messages ?? []) chain.seed(message.id, message.version, message.content.length)
         const joined: SessionEventValue = { type: 'SessionJoined', sessionId, snapshot }
-        return startingWith(joined, transformIterator(live, (payload) => resolveSessionEvent(ctx, payload)), leave)
+        return startingWith(joined, transformIterator(live, (payload) => resolveSessionEvent(ctx, payload, chain)), leave)
       } catch (error) {
         leave()
         await live.return?.()
@@ -234,7 +306,12 @@ builder.subscriptionField('sessionEvents', (t) =>
     resolve: (event, _args, ctx) => {
       ctx.deliveryTag =
         event.type === 'MessageUpdated'
-          ? { frameClass: 'replaceable', sessionId: event.message.sessionId, key: event.message.id }
+          ? {
+              frameClass: 'replaceable',
+              sessionId: event.message.sessionId,
+              key: event.message.id,
+              ...(event.chain && { stream: streamTag(event.message.id, event.message.version, event.append, event.chain) }),
+            }
           : { frameClass: 'semantic', sessionId: sessionOf(event) }
       return event
     },

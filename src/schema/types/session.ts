@@ -7,6 +7,7 @@ import { messagesOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
 import type { Context } from '../context.ts'
+import { contentOf, type MessageValue } from '../message-content.ts'
 import { TaskRef } from './task.ts'
 import { RepositoryGitStatusRef } from './git.ts'
 
@@ -72,10 +73,19 @@ export const TurnRef = builder.objectRef<TurnRow>('Turn').implement({
     lifecycleOnly: t.exposeBoolean('lifecycleOnly', {
       description: 'Synthetic turns (such as an agent resume) that are not conversational.',
     }),
+    stopReason: t.exposeString('stopReason', {
+      nullable: true,
+      description:
+        "Why the turn ended, once it has: the agent's stop reason (end_turn, max_tokens, max_turn_requests, refusal, cancelled, or error for an error answer), or the server's when it cut the turn off: interrupted (the server process running it died; closed at the restart or takeover), crashed (the agent process exited), or the failure code of the session.",
+    }),
+    interrupted: t.exposeBoolean('interrupted', {
+      description:
+        "True when the turn was cut off before the agent finished it (server process died, agent crashed, session stopped or failed mid-turn); its unfinished messages then end INTERRUPTED and its unanswered requests CANCELLED.",
+    }),
   }),
 })
 
-export const MessageRef = builder.objectRef<MessageRow>('Message').implement({
+export const MessageRef = builder.objectRef<MessageValue>('Message').implement({
   fields: (t) => ({
     id: t.id({
       description: 'For user messages this is the client-generated clientMessageId.',
@@ -87,10 +97,11 @@ export const MessageRef = builder.objectRef<MessageRow>('Message').implement({
     turnId: t.exposeID('turnId', { nullable: true }),
     author: t.field({ type: MessageAuthorEnum, resolve: (m) => m.author as (typeof MessageAuthorEnum)['$inferType'] }),
     kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
-    content: t.exposeString('content'),
+    content: t.string({ resolve: (m, _args, ctx) => contentOf(ctx.store, m) }),
     status: t.exposeString('status', {
       nullable: true,
-      description: 'Kind-specific: PENDING, IN_PROGRESS, COMPLETED, FAILED, APPROVED, REJECTED, ANSWERED, CANCELLED.',
+      description:
+        'Kind-specific: PENDING, IN_PROGRESS, COMPLETED, FAILED, APPROVED, REJECTED, ANSWERED, CANCELLED, INTERRUPTED. Once its turn has ended no message is IN_PROGRESS: a streamed message or tool call ends COMPLETED, or INTERRUPTED when the turn was cut off.',
     }),
     pendingId: t.exposeID('pendingId', {
       nullable: true,

@@ -1,0 +1,46 @@
+// Shared plumbing of the benchmarks: byte-counting graphql-ws clients and a forked server process.
+import { fork, type ChildProcess } from 'node:child_process'
+import { createClient, type Client } from 'graphql-ws'
+import { WebSocket } from 'ws'
+
+export interface Tally {
+  bytes: number
+  frames: number
+  lastFrameAt: number
+}
+
+/** A graphql-ws client whose socket counts every byte and frame it receives (what a browser would download). */
+export function countingClient(url: string, token: string): { client: Client; tally: Tally } {
+  const tally: Tally = { bytes: 0, frames: 0, lastFrameAt: 0 }
+  class CountingSocket extends WebSocket {
+    constructor(address: string, protocols?: string | string[]) {
+      super(address, protocols)
+      this.on('message', (data: Buffer) => {
+        tally.bytes += data.length
+        tally.frames++
+        tally.lastFrameAt = performance.now()
+      })
+    }
+  }
+  const client = createClient({ url, webSocketImpl: CountingSocket, connectionParams: { authorization: `Bearer ${token}` }, lazy: false })
+  return { client, tally }
+}
+
+/**
+ * Runs `moduleUrl` again as a child with `server` as its argument and --expose-gc, so the server's
+ * heap is measured apart from the client's allocations; `reply()` takes the child's next message.
+ */
+export function forkServer<FromServer>(moduleUrl: string): { child: ChildProcess; reply: () => Promise<FromServer> } {
+  const child = fork(moduleUrl, ['server'], { execArgv: ['--expose-gc', '--import', 'tsx'] })
+  const replies: FromServer[] = []
+  let wake: (() => void) | undefined
+  child.on('message', (message: FromServer) => {
+    replies.push(message)
+    wake?.()
+  })
+  const reply = async () => {
+    while (replies.length === 0) await new Promise<void>((resolve) => (wake = resolve))
+    return replies.shift()!
+  }
+  return { child, reply }
+}

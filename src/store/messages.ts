@@ -1,0 +1,39 @@
+// Streaming writes of message content. A long agent stream appends at the database instead of
+// rewriting the row from the process: each window sends only its own text to the store, so no
+// write (and no Prisma query argument) ever carries, or reads back, the whole content.
+import type { Store } from './store.ts'
+import { emit } from './runtime.ts'
+
+export interface AppendResult {
+  messageId: string
+  sessionId: string
+  taskId: string
+  /** The message's version after the append: the content at `version - 1` plus the text is the content at `version`. */
+  version: number
+}
+
+/**
+ * Appends `text` to a message's content in one statement (content, version and updatedAt move
+ * together). Undefined when the message no longer exists (deleted with its session meanwhile).
+ */
+export async function appendMessageContent(store: Store, messageId: string, text: string): Promise<AppendResult | undefined> {
+  // Quoted identifiers and `||` are the same in SQLite and PostgreSQL; RETURNING too (SQLite ≥ 3.35).
+  const rows = await store.db.$queryRaw<{ version: number | bigint; sessionId: string; taskId: string }[]>`
+    UPDATE "Message"
+    SET "content" = "content" || ${text}, "version" = "version" + 1, "updatedAt" = ${store.now()}
+    WHERE "id" = ${messageId}
+    RETURNING "version", "sessionId", "taskId"`
+  const row = rows[0]
+  if (!row) return undefined
+  await emit(store, 'message.updated', row.taskId, row.sessionId)
+  return { messageId, sessionId: row.sessionId, taskId: row.taskId, version: Number(row.version) }
+}
+
+/** A message row without its content: what a streamed update needs when the client follows appends. */
+export function findMessageWithoutContent({ db }: Store, id: string) {
+  return db.message.findUnique({ where: { id }, omit: { content: true } })
+}
+
+export async function messageContent({ db }: Store, id: string): Promise<string | undefined> {
+  return (await db.message.findUnique({ where: { id }, select: { content: true } }))?.content
+}
