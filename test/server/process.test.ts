@@ -1,41 +1,27 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { emptyDatabase, PROVIDERS, tempDir } from '../support/databases.ts'
 import { freePort } from '../support/postgres-cluster.ts'
+import { spawnServer } from '../support/process.ts'
 
-const root = new URL('../..', import.meta.url).pathname
 const children: ChildProcess[] = []
 afterEach(() => {
   for (const child of children.splice(0)) child.kill('SIGKILL')
 })
 
-/** `npm start`'s command as a real child process; resolves once it logs that it listens. */
+/** `npm start`'s command as a real child process; `listening` once it logs that it listens. */
 function startProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  children.push(child)
-  let stdout = ''
-  let stderr = ''
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const run = spawnServer(['--import', 'tsx', 'src/main.ts'], env, children)
   const listening = new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', () => stdout.includes('"server listening"') && resolve())
-    void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)))
+    run.child.stdout!.on('data', () => run.output().stdout.includes('"server listening"') && resolve())
+    void run.exited.then((code) => reject(new Error(`exited ${code}: ${run.output().stderr}`)))
   })
   listening.catch(() => undefined) // awaited by the tests that expect a start; others watch `exited`
   /** Listening and past startup recovery: GraphQL answers 503 UNAVAILABLE before that. */
-  const ready = listening.then(async () => {
-    const port = Number(env.PORT)
-    while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200)
-      await new Promise((r) => setTimeout(r, 50))
-  })
+  const ready = listening.then(() => run.ready(Number(env.PORT)))
   ready.catch(() => undefined)
-  return { child, exited, listening, ready, output: () => ({ stdout, stderr }) }
+  return { ...run, listening, ready }
 }
 
 const viewer = (port: number, token: string) =>
