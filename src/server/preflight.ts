@@ -179,6 +179,13 @@ export function sqliteLockFile(databaseUrl: string): string | undefined {
  * write lock on a small companion database, held for the process's lifetime; the operating
  * system drops it when the process dies, however it dies, so no stale lock is ever left behind.
  */
+/**
+ * The connections holding SQLite locks. Without a reference of its own, a lock would last only as
+ * long as its caller kept the release function: once that is garbage, the collector closes the
+ * connection and another process could open the same file.
+ */
+const heldLocks = new Set<{ dispose(): Promise<void> }>()
+
 export async function lockSqliteDatabase(databaseUrl: string): Promise<() => Promise<void>> {
   const lockFile = sqliteLockFile(databaseUrl)
   if (!lockFile) return async () => {}
@@ -207,7 +214,9 @@ export async function lockSqliteDatabase(databaseUrl: string): Promise<() => Pro
     )
   }
   const held = connection
+  heldLocks.add(held)
   return async () => {
+    heldLocks.delete(held)
     await held.dispose()
   }
 }

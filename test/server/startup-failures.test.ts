@@ -98,8 +98,11 @@ describe('the SQLite lock', () => {
     const databaseUrl = `file:${path.join(tempDir('sqlite-lock'), 'app.db')}`
     const holderScript = `import(${JSON.stringify(new URL('../../src/server/preflight.ts', import.meta.url).href)})
       .then((m) => m.lockSqliteDatabase(${JSON.stringify(databaseUrl)}))
-      .then(() => { console.log('locked'); setInterval(() => {}, 1 << 30) })`
-    const holder = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', holderScript], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] })
+      .then(() => new Promise((resolve) => setTimeout(resolve, 0)))
+      // The holder keeps no reference to the release function: collecting garbage must not free the lock.
+      .then(() => { globalThis.gc(); return new Promise((resolve) => setTimeout(resolve, 50)) })
+      .then(() => { globalThis.gc(); console.log('locked'); setInterval(() => {}, 1 << 30) })`
+    const holder = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '--input-type=module', '-e', holderScript], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] })
     children.push(holder)
     await new Promise<void>((resolve) => holder.stdout!.on('data', (d: Buffer) => d.toString().includes('locked') && resolve()))
     await expect(lockSqliteDatabase(databaseUrl)).rejects.toThrow(/another server process is already using the SQLite database/)
