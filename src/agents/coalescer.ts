@@ -121,6 +121,18 @@ export class SessionCoalescer {
     while (this.#writing) await this.#idle
   }
 
+  /**
+   * The session went to another instance: nothing pending may be written by this one any more.
+   * A write already in flight finishes; nothing queued follows it.
+   */
+  discard(): void {
+    if (this.#timer !== undefined) this.scheduler.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#current = undefined
+    this.#queue.length = 0
+    this.#wakeRoomWaiters()
+  }
+
   #publishWindow(): void {
     this.#timer = undefined
     this.#publishPending()

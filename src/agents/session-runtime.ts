@@ -23,19 +23,13 @@ import { realScheduler, SessionCoalescer, type Scheduler, type StreamAppend, typ
 import { appendMessageContent } from '../store/messages.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import { retryWrite } from './retry-write.ts'
+import { errorFields } from '../observability/error-fields.ts'
 
 const TOOL_STATUS: Record<string, string> = {
   pending: 'PENDING',
   in_progress: 'IN_PROGRESS',
   completed: 'COMPLETED',
   failed: 'FAILED',
-}
-
-/** What a log may say about a failure: its class and driver code, never its message (it can quote content). */
-function errorFields(error: unknown): { errorName?: string; errorCode?: string } {
-  if (!(error instanceof Error)) return {}
-  const code = (error as { code?: unknown }).code
-  return { errorName: error.name, ...(typeof code === 'string' && { errorCode: code }) }
 }
 
 type Responder =
@@ -55,6 +49,8 @@ export class SessionRuntime {
   #subagents = new Set<string>()
   #agentSpokeThisTurn = false
   #finished = false
+  /** Set when another instance took the session over: from then on this runtime writes nothing. */
+  #abandoned = false
   #dispatched = 0
   readonly #consumed: Promise<void>
   readonly #scheduler: Scheduler
@@ -130,6 +126,29 @@ export class SessionRuntime {
     await this.#finish(finalState, 'cancelled')
   }
 
+  /**
+   * Another instance owns the session now (this one stalled past its lease): the agent ends and
+   * nothing more of this runtime reaches the store or the pub/sub; the new owner has recovered
+   * the session's records.
+   */
+  async abandon(): Promise<void> {
+    if (this.#finished) return
+    this.#abandoned = true
+    this.#finished = true
+    this.coalescer.discard()
+    this.#queue = []
+    this.#responders.clear()
+    this.#subagents.clear()
+    this.#turnId = undefined
+    try {
+      await this.agent.stop()
+    } finally {
+      this.deps.metrics.sessionEnded(this.sessionId, this.coalescer.stats, this.deps.logger)
+      this.deps.onFinished(this)
+      this.#markEnded()
+    }
+  }
+
   async #dispatchNext(): Promise<void> {
     if (this.#turnId || this.#finished) return
     const next = this.#queue.shift()
@@ -149,6 +168,7 @@ export class SessionRuntime {
 
   async #consume(): Promise<void> {
     for await (const input of this.agent.handoff.drain()) {
+      if (this.#abandoned) continue
       try {
         await this.#handle(input)
       } catch (error) {
@@ -358,6 +378,7 @@ export class SessionRuntime {
 
   /** A repeatable write, retried with backoff; the last failure is thrown. */
   #write<T>(what: string, write: () => Promise<T>): Promise<T> {
+    if (this.#abandoned) return Promise.reject(new Error(`${what}: the session is owned by another instance now`))
     return retryWrite(write, {
       scheduler: this.#scheduler,
       onRetry: (error, attempt) =>
@@ -411,6 +432,7 @@ export class SessionRuntime {
   }
 
   #publish(payload: SessionEventPayload): void {
+    if (this.#abandoned) return
     this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
       this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
     })

@@ -33,7 +33,7 @@ import { SessionRuntime } from './session-runtime.ts'
 /** A failure the client caused or can fix; `code` becomes extensions.code. */
 export class SessionOperationError extends Error {
   constructor(
-    readonly code: 'BAD_USER_INPUT' | 'CONFLICT' | 'NOT_FOUND',
+    readonly code: 'BAD_USER_INPUT' | 'CONFLICT' | 'NOT_FOUND' | 'UNAVAILABLE',
     message: string,
     readonly details: Record<string, unknown> = {},
   ) {
@@ -62,6 +62,8 @@ export class SessionService {
       metrics: AgentMetrics
       profiles: Map<string, AgentProfile>
       scheduler?: Scheduler
+      /** The instance a new session's agent runs on (it owns the session from the start). */
+      instanceId?: string
     },
   ) {}
 
@@ -99,7 +101,13 @@ export class SessionService {
         return this.#launchFailed(task.id, null, error.code, error.message, ['RETRY_DEFAULT'])
       throw error
     }
-    const session = await createSession(store, { taskId: task.id, agentProfile: input.agentProfile, state: 'STARTING', workingDirectory: cwd })
+    const session = await createSession(store, {
+      taskId: task.id,
+      agentProfile: input.agentProfile,
+      state: 'STARTING',
+      workingDirectory: cwd,
+      ownerInstanceId: this.deps.instanceId,
+    })
     await updateSession(store, session.id, { acpSessionId: agent.acpSessionId })
     this.#attach(session.id, agent)
     await clearLaunchError(store, task.id)
@@ -267,12 +275,19 @@ export class SessionService {
 
   /** Moving a task to a terminal step completes its sessions. */
   async completeTaskSessions(taskId: string) {
-    const sessions = await unfinishedSessionsOfTask(this.deps.store, taskId)
-    for (const session of sessions) {
-      const runtime = this.#runtimes.get(session.id)
-      if (runtime) await runtime.stop('COMPLETED')
-      else await updateSession(this.deps.store, session.id, { state: 'COMPLETED' })
-    }
+    for (const session of await unfinishedSessionsOfTask(this.deps.store, taskId)) await this.completeSession(session.id)
+  }
+
+  async completeSession(sessionId: string) {
+    const runtime = this.#runtimes.get(sessionId)
+    if (runtime) await runtime.stop('COMPLETED')
+    else await updateSession(this.deps.store, sessionId, { state: 'COMPLETED' })
+  }
+
+  /** Another instance owns these sessions now: their agents end here, writing nothing more. */
+  async abandon(sessionIds: readonly string[]): Promise<void> {
+    await Promise.allSettled([...this.#launching.entries()].filter(([id]) => sessionIds.includes(id)).map(([, launch]) => launch))
+    await Promise.allSettled(sessionIds.map((id) => this.#runtimes.get(id)?.abandon()))
   }
 
   /** Shutdown: pending content is written, then every agent process ends. */

@@ -78,6 +78,9 @@ const envSchema = z.object({
   RATE_LIMIT_SUBSCRIPTIONS: z.coerce.number().int().min(0).default(500),
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   MAX_SUBSCRIPTIONS_PER_CONNECTION: z.coerce.number().int().min(1).default(100),
+  SESSION_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(10_000),
+  // Unset: long enough for a dead owner's lease to run out and another instance to take over.
+  FORWARD_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(600_000).optional()),
 })
 
 export type DatabaseProvider = 'sqlite' | 'postgres'
@@ -97,6 +100,10 @@ export interface Config {
   /** Per caller and window: root mutation fields and subscription starts (0 = unlimited). */
   rateLimits: { mutations: number; subscriptions: number; windowSeconds: number }
   maxSubscriptionsPerConnection: number
+  /** How long an instance's claim on the sessions it runs lasts without renewal. */
+  sessionLeaseMs: number
+  /** How long a command for a session owned elsewhere waits for the owner (or a takeover) before UNAVAILABLE. */
+  forwardTimeoutMs: number
 }
 
 export class ConfigError extends Error {}
@@ -133,5 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     rateLimits: { mutations: e.RATE_LIMIT_MUTATIONS, subscriptions: e.RATE_LIMIT_SUBSCRIPTIONS, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     maxSubscriptionsPerConnection: e.MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    sessionLeaseMs: e.SESSION_LEASE_MS,
+    forwardTimeoutMs: e.FORWARD_TIMEOUT_MS ?? e.SESSION_LEASE_MS + 5_000,
   }
 }

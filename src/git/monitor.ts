@@ -68,6 +68,16 @@ export class GitMonitor {
     this.#focus.delete(connectionId)
   }
 
+  /** Focus held for another instance's connections (keys `<instance>/<connection>`), once that instance is gone. */
+  unfocusInstance(instanceId: string): void {
+    for (const key of this.#focus.keys()) if (key.startsWith(`${instanceId}/`)) this.#focus.delete(key)
+  }
+
+  /** Connections (here or, forwarded, on other instances) focusing a session. */
+  get focusCount(): number {
+    return this.#focus.size
+  }
+
   /** Sessions the monitor holds per-session state for (their last run time). */
   get trackedSessions(): number {
     return this.#lastRun.size

@@ -5,6 +5,7 @@
  */
 
 import type { SummaryPayload } from '../summary/types.ts'
+import type { InstanceMessage } from '../instances/commands.ts'
 
 /** A summary replacement carries the whole bounded summary, so subscribers need no read per event. */
 export interface SummaryUpdatedPayload {
@@ -53,6 +54,8 @@ export type SessionEventPayload =
 export interface Topics {
   workspace: WorkspaceEventPayload
   session: SessionEventPayload
+  /** Commands forwarded to the instance that owns a session, and their replies (key: instance id). */
+  instance: InstanceMessage
 }
 
 export type Topic = keyof Topics
@@ -75,4 +78,5 @@ export const channelOf = (topic: Topic, key: string) => `${topic}:${key}`
 export const RESYNC: { [T in Topic]: (key: string, reason: string) => Topics[T] } = {
   workspace: (workspaceId, reason) => ({ type: 'WorkspaceResync', workspaceId, reason }),
   session: (sessionId, reason) => ({ type: 'SessionResync', sessionId, reason }),
+  instance: (_instanceId, reason) => ({ kind: 'resync', reason }),
 }

@@ -13,13 +13,18 @@ const PREFIX = 'tss:'
  */
 export function createRedisPubSub(url: string, logger: Logger): PubSub {
   const publisher = new Redis(url, { maxRetriesPerRequest: 2 })
-  const subscriber = new Redis(url)
+  // ioredis 5.8.2+ can send a SUBSCRIBE issued while it connects before its own ready check,
+  // which then fails in subscriber mode and reconnects (redis/ioredis#2037): an instance's inbox,
+  // subscribed at start, could stay deaf. So no client-info handshake, and no SUBSCRIBE before
+  // the first ready (reconnects resubscribe by themselves, after their ready check).
+  const subscriber = new Redis(url, { disableClientInfo: true })
+  const handshakeDone = new Promise<void>((resolve) => subscriber.once('ready', () => resolve()))
   const fanout = new LocalFanout({
     onFirst: (channel) =>
-      void subscriber.subscribe(PREFIX + channel).catch((error: unknown) => {
-        logger.error({ err: error, channel }, 'redis subscribe failed')
-      }),
-    onLast: (channel) => void subscriber.unsubscribe(PREFIX + channel).catch(() => undefined),
+      void handshakeDone
+        .then(() => subscriber.subscribe(PREFIX + channel))
+        .catch((error: unknown) => logger.error({ err: error, channel }, 'redis subscribe failed')),
+    onLast: (channel) => void handshakeDone.then(() => subscriber.unsubscribe(PREFIX + channel)).catch(() => undefined),
   })
   let lostConnection = false
 

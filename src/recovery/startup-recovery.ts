@@ -4,6 +4,7 @@ import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { strandedSessions } from '../store/runtime.ts'
 import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
+import { LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
 
 export interface RecoverableSession {
   id: string
@@ -19,8 +20,6 @@ export interface RecoveryOptions {
   pubsub?: PubSub
 }
 
-/** Only these states claim a live agent, so only they are reset; a stopped or failed session keeps its state. */
-const LIVE_STATES = ['STARTING', 'RUNNING']
 
 /**
  * Recovers sessions whose agent process died with the server process that ran it: at startup,
@@ -44,7 +43,8 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
     const profile = profiles.get(id)!
     if (!options.resumableProfiles.has(profile)) orphans.set(profile, [...(orphans.get(profile) ?? []), id])
   }
-  const live = { state: { in: LIVE_STATES } }
+  // Only these states claim a live agent, so only they are reset; a stopped or failed session keeps its state.
+  const live = { state: { in: LIVE_SESSION_STATES } }
   // Read before writing: updateMany returns counts, and these rows name the sessions that change.
   const changing = await store.db.session.findMany({
     where: { id: { in: ids }, ...live },
@@ -89,15 +89,22 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
 }
 
 /**
- * After a restart no agent process survives. Sessions left STARTING or RUNNING are recovered;
- * so is, when this process is the database's only server (SQLite's lock), every session that
- * still has an open turn or a message in progress, whatever its state (left by an older server
- * that did not close them). Then every persisted summary is reconciled. Readiness waits for all of it.
+ * After a restart no agent process of this instance survives, but other instances may be
+ * running theirs: only sessions whose owner's lease has expired (or that no owner claims while
+ * live) are taken over and recovered. When this process is the database's only server (SQLite's
+ * lock), every session left STARTING or RUNNING or with open work is, whatever its owner row
+ * says (the old process's lease may not have run out yet). Then every persisted summary is
+ * reconciled. Readiness waits for all of it.
  */
-export async function recoverAfterRestart(options: RecoveryOptions & { projector: Projector; exclusive?: boolean }) {
+export async function recoverAfterRestart(options: RecoveryOptions & { projector: Projector; exclusive?: boolean; instanceId: string }) {
   const { store, projector, logger } = options
-  const stranded: RecoverableSession[] = await strandedSessions(store)
-  if (options.exclusive) stranded.push(...(await sessionsWithOpenWork(store)))
+  const { claimed } = await takeOverExpiredSessions(store, options.instanceId, { unowned: true })
+  const stranded: RecoverableSession[] = [...claimed]
+  if (options.exclusive) {
+    const open = [...(await strandedSessions(store)), ...(await sessionsWithOpenWork(store))]
+    await takeOverAllSessions(store, options.instanceId, open.map((s) => s.id))
+    stranded.push(...open)
+  }
   const recovered = await recoverSessions(options, stranded)
   await projector.idle()
   const reconciledTasks = await projector.reconcileAll()

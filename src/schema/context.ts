@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
-import type { SessionService } from '../agents/session-service.ts'
+import type { SessionCommands } from '../instances/session-commands.ts'
 import type { GitMonitor } from '../git/monitor.ts'
 import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
@@ -13,7 +13,7 @@ export interface Context {
   store: Store
   pubsub: PubSub
   projector: Projector
-  sessions: SessionService
+  sessions: SessionCommands
   git: GitMonitor
   logger: Logger
   /** REPOSITORY_ROOTS: a task repository's localPath must resolve inside one of them. */
@@ -31,7 +31,7 @@ export interface ContextServices {
   store: Store
   pubsub: PubSub
   projector: Projector
-  sessions: SessionService
+  sessions: SessionCommands
   git: GitMonitor
   logger: Logger
   repositoryRoots: readonly string[]

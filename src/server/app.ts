@@ -25,6 +25,13 @@ import { agentProfiles } from '../agents/profiles.ts'
 import { createAgentMetrics } from '../agents/agent-metrics.ts'
 import type { Scheduler } from '../agents/coalescer.ts'
 import type { SchedulerLimits } from '../delivery/outbound-scheduler.ts'
+import { InstanceLease, newInstanceId } from '../instances/instance-lease.ts'
+import { CommandBus } from '../instances/command-bus.ts'
+import { SessionCommands } from '../instances/session-commands.ts'
+import { createInstanceMetrics } from '../instances/instance-metrics.ts'
+import { takeOverExpired } from '../instances/takeover.ts'
+import { recoverSessions } from '../recovery/startup-recovery.ts'
+import { sessionsOwnedWithOpenWork } from '../store/instances.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -53,7 +60,12 @@ export interface RunningServer {
   store: Store
   pubsub: PubSub
   projector: Projector
+  /** This instance's agents (the sessions it owns). */
   sessions: SessionService
+  /** Every session command, carried out here or by the session's owner. */
+  commands: SessionCommands
+  instanceId: string
+  lease: InstanceLease
   git: GitMonitor
   gateway: ReturnType<typeof attachDeliveryGateway>
   readiness: Readiness
@@ -81,7 +93,8 @@ function printAdminTokenOnce(token: string): void {
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? createLogger(config.logLevel)
+  const instanceId = newInstanceId()
+  const logger = (options.logger ?? createLogger(config.logLevel)).child({ instance: instanceId })
   const readiness = new Readiness()
   const metrics = createMetrics()
 
@@ -120,13 +133,47 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metrics: createAgentMetrics(metrics.registry),
     profiles,
     scheduler: options.scheduler,
+    instanceId,
   })
 
   const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
   git.start()
 
+  // Ownership: a lease renewed while this process lives; commands for sessions owned elsewhere go there.
+  const instanceMetrics = createInstanceMetrics(metrics.registry, () => sessions.liveSessionIds().length)
+  const recovery = { store, logger, pubsub, resumableProfiles: new Set(profiles.keys()) }
+  const lease: InstanceLease = new InstanceLease(instanceId, {
+    store,
+    logger,
+    leaseMs: config.sessionLeaseMs,
+    hooks: {
+      runningSessions: () => sessions.liveSessionIds(),
+      abandon: (ids) => sessions.abandon(ids),
+      leaseLost: () => sessions.abandon(sessions.liveSessionIds()),
+      recoverOwned: async () => void (await recoverSessions(recovery, await sessionsOwnedWithOpenWork(store, instanceId))),
+      afterRenewal: async () => void (await takeOverExpired({ ...recovery, instanceId, metrics: instanceMetrics, git, reason: 'lease' })),
+    },
+  })
+  await lease.register()
+  lease.start()
+  const bus = new CommandBus({ pubsub, instanceId, logger })
+  const commands = new SessionCommands({
+    store,
+    service: sessions,
+    git,
+    bus,
+    instanceId,
+    logger,
+    metrics: instanceMetrics,
+    forwardTimeoutMs: config.forwardTimeoutMs,
+    ownerCheckMs: Math.max(50, Math.min(1000, Math.floor(config.sessionLeaseMs / 10))),
+    leaseValid: () => lease.valid,
+    recover: (claimed) => recoverSessions(recovery, claimed),
+  })
+  commands.start()
+
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions, git, repositoryRoots: config.repositoryRoots, rateLimits })
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, rateLimits })
   serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
@@ -149,7 +196,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => git.unfocus(id), acceptingConnections: () => readiness.ready, ...options.websocket })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => commands.unfocus(id), acceptingConnections: () => readiness.ready, ...options.websocket })
 
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
@@ -157,11 +204,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   logger.info({ url: `${url}/graphql`, port, provider: config.databaseProvider }, 'server listening')
   // Serving starts at once (liveness); readiness waits for recovery and converged summaries.
   await recoverAfterRestart({
-    store,
+    ...recovery,
     projector,
-    logger,
-    pubsub,
-    resumableProfiles: new Set(profiles.keys()),
+    instanceId,
     // The SQLite lock makes this the file's only server: whatever is open there, a dead process left.
     exclusive: config.databaseProvider === 'sqlite',
   })
@@ -178,7 +223,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await stopped
       // Agents: pending stream content is written, then every child process ends.
       await git.stop()
+      // No more forwarded commands (they would relaunch agents), then the agents end, then the
+      // lease: other instances take the sessions over at once instead of waiting for it to lapse.
+      await bus.close()
       await sessions.shutdown()
+      await lease.release().catch((error: unknown) => logger.warn({ err: error }, 'lease release failed; it lapses by itself'))
       stopTaskFeed()
       projector.stop()
       await projector.idle()
@@ -190,5 +239,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, projector, sessions, git, readiness, logger, httpServer, gateway: websocket, close }
+  return { url, port, store, pubsub, projector, sessions, commands, instanceId, lease, git, readiness, logger, httpServer, gateway: websocket, close }
 }

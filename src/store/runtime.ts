@@ -21,7 +21,14 @@ async function touchActivity(store: Store, taskId: string, at: Date) {
 
 export async function createSession(
   store: Store,
-  input: { taskId: string; agentProfile: string; isPrimary?: boolean; state?: SessionState; workingDirectory?: string },
+  input: {
+    taskId: string
+    agentProfile: string
+    isPrimary?: boolean
+    state?: SessionState
+    workingDirectory?: string
+    ownerInstanceId?: string
+  },
 ) {
   const now = store.now()
   const session = await store.db.$transaction(async (tx) => {
@@ -33,6 +40,7 @@ export async function createSession(
         state: input.state ?? 'CREATED',
         isPrimary: input.isPrimary ?? hasPrimary === 0,
         workingDirectory: input.workingDirectory,
+        ownerInstanceId: input.ownerInstanceId ?? null,
         createdAt: now,
         updatedAt: now,
       },

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts'
 import { notFound } from '../../errors.ts'
 import { requireReadableSession } from '../authorize.ts'
-import { gitOfSessions } from '../../store/sessions.ts'
+import { sessionOperation } from '../session-operation.ts'
 import type { GitObservationRow } from '../../store/rows.ts'
 
 type ObservationWithRepository = GitObservationRow & { repository: { name: string } }
@@ -34,8 +34,7 @@ builder.mutationField('refreshSessionGit', (t) =>
     resolve: async (_root, { sessionId }, ctx) => {
       const session = await requireReadableSession(ctx, sessionId)
       if (!session) throw notFound('Session', sessionId)
-      await ctx.git.observeSession(sessionId)
-      return gitOfSessions(ctx.store, [sessionId])
+      return sessionOperation(() => ctx.sessions.refreshSessionGit(sessionId))
     },
   }),
 )

@@ -1,8 +1,8 @@
 import { builder } from '../builder.ts'
 import { requireReadableSession, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
-import { badInput, clientError, notFound } from '../../errors.ts'
-import { SessionOperationError } from '../../agents/session-service.ts'
+import { badInput, notFound } from '../../errors.ts'
+import { sessionOperation } from '../session-operation.ts'
 import { messagesOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
@@ -222,16 +222,6 @@ const FocusAckRef = builder.objectRef<{ sessionId: string; focused: boolean }>('
 const CLIENT_MESSAGE_ID = /^[A-Za-z0-9_:.-]{1,128}$/
 const MAX_CONTENT_BYTES = 256 * 1024
 
-/** SessionService failures are the client's to fix: they keep their code. */
-async function sessionOperation<T>(operation: () => Promise<T>): Promise<T> {
-  try {
-    return await operation()
-  } catch (error) {
-    if (error instanceof SessionOperationError) throw clientError(error.code, error.message, error.details)
-    throw error
-  }
-}
-
 function validatePrompt(field: string, content: string): string {
   if (content.trim().length === 0) throw badInput(`${field} must not be empty.`, field)
   if (Buffer.byteLength(content, 'utf8') > MAX_CONTENT_BYTES) throw badInput(`${field} must be at most 256 KiB.`, field)
@@ -348,8 +338,8 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { sessionId }, ctx) => {
       if (!ctx.connection) throw badInput('focusSession is WebSocket only: it sets the focus of the connection it arrives on.')
       await requireSession(ctx, sessionId)
+      await sessionOperation(() => ctx.sessions.focus(ctx.connection!.id, sessionId))
       ctx.connection.focus(sessionId)
-      ctx.git.focus(ctx.connection.id, sessionId)
       return { sessionId, focused: true }
     },
   }),
