@@ -181,7 +181,12 @@ export class SessionCommands {
       if (this.#now() >= deadline) return this.#unavailable(command)
       const forwarded = await this.#forward(owner.ownerInstanceId!, command, deadline)
       if (forwarded === 'timeout') return this.#unavailable(command)
-      if (forwarded === 'owner-lost' || (!forwarded.ok && 'notOwner' in forwarded)) continue
+      if (forwarded === 'owner-lost') continue
+      // The owner's row still looks live but it says otherwise (its lease just lapsed, or it moved): ask again shortly.
+      if (!forwarded.ok && 'notOwner' in forwarded) {
+        await new Promise<void>((resolve) => this.#timers.setTimeout(resolve, this.deps.ownerCheckMs))
+        continue
+      }
       return { outcome: forwarded, ranOn: owner.ownerInstanceId! }
     }
   }
