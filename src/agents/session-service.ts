@@ -22,7 +22,7 @@ import {
   updateSession,
 } from '../store/runtime.ts'
 import type { RecoveryAction } from '../summary/types.ts'
-import { findSession, getSession, unfinishedSessionsOfTask } from '../store/sessions.ts'
+import { findSession, getSession } from '../store/sessions.ts'
 import { getTaskWithRepositories } from '../store/tasks.ts'
 import { AgentLaunchError, AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
@@ -273,11 +273,7 @@ export class SessionService {
     return session
   }
 
-  /** Moving a task to a terminal step completes its sessions. */
-  async completeTaskSessions(taskId: string) {
-    for (const session of await unfinishedSessionsOfTask(this.deps.store, taskId)) await this.completeSession(session.id)
-  }
-
+  /** Moving a task to a terminal step completes its sessions (each on its owner: see SessionCommands). */
   async completeSession(sessionId: string) {
     const runtime = this.#runtimes.get(sessionId)
     if (runtime) await runtime.stop('COMPLETED')

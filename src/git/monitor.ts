@@ -73,11 +73,6 @@ export class GitMonitor {
     for (const key of this.#focus.keys()) if (key.startsWith(`${instanceId}/`)) this.#focus.delete(key)
   }
 
-  /** Connections (here or, forwarded, on other instances) focusing a session. */
-  get focusCount(): number {
-    return this.#focus.size
-  }
-
   /** Sessions the monitor holds per-session state for (their last run time). */
   get trackedSessions(): number {
     return this.#lastRun.size

@@ -55,11 +55,6 @@ export class SessionCommands {
     this.#now = deps.now ?? Date.now
   }
 
-  /** Connections whose focus another instance holds for them. */
-  get remoteFocusCount(): number {
-    return this.#remoteFocus.size
-  }
-
   /** Starts listening for commands other instances forward to this one. */
   start(): void {
     this.deps.bus.start((command, from) => this.#serve(command, from))

@@ -3,6 +3,7 @@
 // commits; the projector re-derives the task's summary from these records.
 import { randomUUID } from 'node:crypto'
 import type { Store, SourceEventKind } from './store.ts'
+import { LIVE_SESSION_STATES } from './instances.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { GitObservation } from '../summary/inputs.ts'
 
@@ -271,7 +272,7 @@ export async function clearLaunchError(store: Store, taskId: string) {
 
 /** Sessions a dead process left mid-launch or mid-turn. */
 export function strandedSessions({ db }: Store) {
-  return db.session.findMany({ where: { state: { in: ['STARTING', 'RUNNING'] } }, select: { id: true, agentProfile: true } })
+  return db.session.findMany({ where: { state: { in: LIVE_SESSION_STATES } }, select: { id: true, agentProfile: true } })
 }
 
 /**
