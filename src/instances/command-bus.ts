@@ -3,6 +3,7 @@ import type { Logger } from '../observability/logger.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { CommandOutcome, InstanceMessage, SessionCommand } from './commands.ts'
+import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
 
 export interface PendingRequest {
   requestId: string
@@ -10,16 +11,6 @@ export interface PendingRequest {
   reply: Promise<CommandOutcome | 'timeout'>
   /** Stops waiting (the owner was found dead): the reply, should it still come, is ignored. */
   cancel(): void
-}
-
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown
-  clearTimeout(handle: unknown): void
-}
-
-const realTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
 /**
@@ -33,7 +24,7 @@ export class CommandBus {
   #inbox: AsyncIterableIterator<InstanceMessage> | undefined
   #serving: Promise<void> | undefined
   #closed = false
-  readonly #timers: Timers
+  readonly #timers: Scheduler
   readonly #now: () => number
 
   constructor(
@@ -41,11 +32,11 @@ export class CommandBus {
       pubsub: PubSub
       instanceId: string
       logger: Logger
-      timers?: Timers
+      timers?: Scheduler
       now?: () => number
     },
   ) {
-    this.#timers = deps.timers ?? realTimers
+    this.#timers = deps.timers ?? realScheduler
     this.#now = deps.now ?? Date.now
   }
 

@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { Store } from '../store/store.ts'
 import { expireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
-import type { Timers } from './command-bus.ts'
+import type { Scheduler } from '../agents/coalescer.ts'
 
 /** Readable in logs, unique per process start: a restarted server is a new instance. */
 export function newInstanceId(): string {
@@ -35,11 +35,11 @@ export class InstanceLease {
   #stopped = false
   /** When the lease last renewed would expire, by this instance's clock. */
   #validUntil = 0
-  readonly #timers: Timers
+  readonly #timers: Scheduler
 
   constructor(
     readonly instanceId: string,
-    private readonly deps: { store: Store; logger: Logger; leaseMs: number; hooks: LeaseHooks; timers?: Timers },
+    private readonly deps: { store: Store; logger: Logger; leaseMs: number; hooks: LeaseHooks; timers?: Scheduler },
   ) {
     this.#timers = deps.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) }
   }

@@ -5,7 +5,8 @@ import { findMessage, findUserMessage } from '../store/runtime.ts'
 import { findSession, getSession, gitOfSessions, unfinishedSessionsOfTask } from '../store/sessions.ts'
 import type { Store } from '../store/store.ts'
 import { claimSession, instanceIsLive, LIVE_SESSION_STATES, ownerOf, type ClaimedSession, type SessionOwner } from '../store/instances.ts'
-import type { CommandBus, Timers } from './command-bus.ts'
+import type { CommandBus } from './command-bus.ts'
+import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
 import { CLAIMS_OWNERSHIP, sessionOf, type CommandOutcome, type CommandResult, type SessionCommand } from './commands.ts'
 import type { InstanceMetrics } from './instance-metrics.ts'
 
@@ -25,16 +26,11 @@ export interface SessionCommandsDeps {
   leaseValid: () => boolean
   /** Recovers sessions claimed from a dead owner (their open turns end as after a restart). */
   recover: (sessions: ClaimedSession[]) => Promise<unknown>
-  timers?: Timers
+  timers?: Scheduler
   now?: () => number
 }
 
 type Routed = { outcome: CommandOutcome; ranOn: string }
-
-const realTimers: Timers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
 
 /**
  * Every session command enters here, on whichever instance the load balancer chose. The owner
@@ -47,11 +43,11 @@ const realTimers: Timers = {
 export class SessionCommands {
   /** WebSocket connections of this instance whose Git focus is held by the owner elsewhere. */
   readonly #remoteFocus = new Map<string, string>()
-  readonly #timers: Timers
+  readonly #timers: Scheduler
   readonly #now: () => number
 
   constructor(private readonly deps: SessionCommandsDeps) {
-    this.#timers = deps.timers ?? realTimers
+    this.#timers = deps.timers ?? realScheduler
     this.#now = deps.now ?? Date.now
   }
 

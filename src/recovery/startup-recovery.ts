@@ -20,7 +20,6 @@ export interface RecoveryOptions {
   pubsub?: PubSub
 }
 
-
 /**
  * Recovers sessions whose agent process died with the server process that ran it: at startup,
  * and for a takeover of a dead instance's sessions. Every turn it left open closes as

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { pino } from 'pino'
 import { createMemoryPubSub } from '../../src/pubsub/memory.ts'
-import { CommandBus, type Timers } from '../../src/instances/command-bus.ts'
+import { CommandBus } from '../../src/instances/command-bus.ts'
+import type { Scheduler } from '../../src/agents/coalescer.ts'
 import type { CommandOutcome, SessionCommand } from '../../src/instances/commands.ts'
 
 /** Timers and a clock moved by the test. */
@@ -10,7 +11,7 @@ function manualTime() {
   let now = 1_000_000
   const timers = new Map<number, { at: number; fn: () => void }>()
   let next = 0
-  const api: Timers = {
+  const api: Scheduler = {
     setTimeout: (fn, ms) => {
       timers.set(++next, { at: now + ms, fn })
       return next
