@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import type { Logger } from '../observability/logger.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { Store } from '../store/store.ts'
-import { expireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
+import { expireInstance, reacquireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
 import type { Scheduler } from '../agents/coalescer.ts'
 
 /** Readable in logs, unique per process start: a restarted server is a new instance. */
@@ -97,14 +97,8 @@ export class InstanceLease {
 
   /** After a lapse: the row comes back with a fresh lease (it may have been forgotten meanwhile). */
   async #reacquire(): Promise<void> {
-    const { store, leaseMs } = this.deps
-    const now = store.now()
-    await store.db.serverInstance.upsert({
-      where: { id: this.instanceId },
-      create: { id: this.instanceId, startedAt: now, renewedAt: now, leaseExpiresAt: new Date(now.getTime() + leaseMs) },
-      update: { renewedAt: now, leaseExpiresAt: new Date(now.getTime() + leaseMs) },
-    })
-    this.#validUntil = now.getTime() + leaseMs
+    await reacquireInstance(this.deps.store, this.instanceId, this.deps.leaseMs)
+    this.#validUntil = this.deps.store.now().getTime() + this.deps.leaseMs
   }
 
   #schedule(): void {
@@ -122,11 +116,5 @@ export class InstanceLease {
     this.#timers.clearTimeout(this.#timer)
     await this.#pass?.catch(() => undefined)
     await expireInstance(this.deps.store, this.instanceId)
-  }
-
-  /** Stops renewing without ending the lease (tests: an instance that stalls). */
-  stop(): void {
-    this.#stopped = true
-    this.#timers.clearTimeout(this.#timer)
   }
 }

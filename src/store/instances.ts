@@ -27,6 +27,13 @@ export async function renewInstance(store: Store, id: string, leaseMs: number): 
   return count === 1
 }
 
+/** After the lease lapsed: the instance's row again, with a fresh lease (the row may have been forgotten meanwhile). */
+export async function reacquireInstance(store: Store, id: string, leaseMs: number) {
+  const now = store.now()
+  const lease = { renewedAt: now, leaseExpiresAt: new Date(now.getTime() + leaseMs) }
+  await store.db.serverInstance.upsert({ where: { id }, create: { id, startedAt: now, ...lease }, update: lease })
+}
+
 /** Graceful shutdown: the lease ends now, so the next takeover pass of another instance takes the sessions at once. */
 export async function expireInstance(store: Store, id: string) {
   await store.db.serverInstance.updateMany({ where: { id }, data: { leaseExpiresAt: new Date(0) } })
