@@ -56,6 +56,8 @@ async function measure(multiplex: boolean) {
         revision: summary.revision + i + 1,
         updatedAt: new Date().toISOString(),
         summary: summary.payload,
+        // Consecutive positions, as the database would allocate them: no subscriber sees a hole to repair.
+        sequence: 1_000_000 + i,
       })
     await allReceived
     const ms = performance.now() - started

@@ -81,6 +81,8 @@ const envSchema = z.object({
   SESSION_LEASE_MS: z.coerce.number().int().min(300).max(3_600_000).default(10_000),
   // Unset: long enough for a dead owner's lease to run out and another instance to take over.
   FORWARD_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(600_000).optional()),
+  // Fractions allowed (0.5 = 30 minutes); a year at most.
+  FEED_RETENTION_HOURS: z.coerce.number().positive().max(8760).default(24),
 })
 
 export type DatabaseProvider = 'sqlite' | 'postgres'
@@ -104,6 +106,8 @@ export interface Config {
   sessionLeaseMs: number
   /** How long a command for a session owned elsewhere waits for the owner (or a takeover) before UNAVAILABLE. */
   forwardTimeoutMs: number
+  /** FEED_RETENTION_HOURS: how long tombstones (and so resume cursors) are kept at least. */
+  feedRetentionMs: number
 }
 
 export class ConfigError extends Error {}
@@ -142,5 +146,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxSubscriptionsPerConnection: e.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     sessionLeaseMs: e.SESSION_LEASE_MS,
     forwardTimeoutMs: e.FORWARD_TIMEOUT_MS ?? e.SESSION_LEASE_MS + 5_000,
+    feedRetentionMs: Math.round(e.FEED_RETENTION_HOURS * 3_600_000),
   }
 }

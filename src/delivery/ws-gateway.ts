@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Server as HttpServer } from 'node:http'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { makeServer, CloseCode } from 'graphql-ws'
-import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult } from 'graphql'
+import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult, type FieldNode } from 'graphql'
 import { bearerToken } from '../auth/tokens.ts'
 import { principalForToken, type Principal } from '../store/users.ts'
 import type { Store } from '../store/store.ts'
@@ -43,6 +43,13 @@ type Enveloped = ReturnType<YogaServer['getEnveloped']>
 interface OperationRoot {
   enveloped: Enveloped
   cohortKey?: string
+}
+
+/** Whether the field is given an `after` value (inline, or a variable that is set). */
+function isResume(field: FieldNode, variables: Record<string, unknown> | null | undefined): boolean {
+  const after = field.arguments?.find((a) => a.name.value === 'after')?.value
+  if (!after || after.kind === Kind.NULL) return false
+  return after.kind !== Kind.VARIABLE || (variables?.[after.name.value] ?? null) !== null
 }
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
@@ -166,7 +173,9 @@ export function attachDeliveryGateway(options: {
         connection.subscriptions.set(id, contextValue)
         const fields = operation.selectionSet.selections
         const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]!.name.value : undefined
-        if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field))
+        // A resume replays from its own cursor: a later member joining an earlier one's cohort would miss the replay.
+        const resumes = fields[0]?.kind === Kind.FIELD && isResume(fields[0], payload.variables)
+        if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field) && !resumes)
           cohortKey = JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null])
       }
       const rootValue: OperationRoot = { enveloped, cohortKey }

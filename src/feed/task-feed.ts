@@ -9,12 +9,13 @@ import type { Logger } from '../observability/logger.ts'
  * not session traffic.
  */
 export function feedEventOf(event: SourceEvent): WorkspaceEventPayload | undefined {
+  const sequence = event.feedSequence ?? 0
   switch (event.kind) {
     case 'task.created':
     case 'task.updated':
-      return { type: 'TaskUpserted', workspaceId: event.workspaceId, taskId: event.taskId }
+      return { type: 'TaskUpserted', workspaceId: event.workspaceId, taskId: event.taskId, sequence }
     case 'task.deleted':
-      return { type: 'TaskDeleted', workspaceId: event.workspaceId, taskId: event.taskId }
+      return { type: 'TaskDeleted', workspaceId: event.workspaceId, taskId: event.taskId, sequence }
     default:
       return undefined
   }

@@ -2,10 +2,18 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
-import { loadSummaryInputs } from '../store/summary-sources.ts'
+import { loadPendingInputs, loadSummaryInputs } from '../store/summary-sources.ts'
 import { taskIdsPage } from '../store/tasks.ts'
-import { compareAndUpdateSummary, insertSummaries, readSummaryRows, toStoredSummary, type SummaryRow } from '../store/summaries.ts'
-import { deriveSummary } from '../summary/derive.ts'
+import {
+  compareAndUpdateSummary,
+  insertSummaries,
+  markDerivationVersion,
+  readSummaryRows,
+  toStoredSummary,
+  type SummaryRow,
+} from '../store/summaries.ts'
+import { deriveSummary, SUMMARY_DERIVATION_VERSION } from '../summary/derive.ts'
+import { taskPendingAction } from '../summary/pending.ts'
 import { InvalidSummaryError, semanticJson, validateSummary } from '../summary/semantic.ts'
 import type { StoredSummary, SummaryPayload } from '../summary/types.ts'
 import { CoalescingRunner } from './coalescing-runner.ts'
@@ -91,6 +99,8 @@ export class Projector {
       const derived = this.#derive(inputs)
       if (!derived) return
       if (stored && stored.payload === derived.json) {
+        if (stored.derivationVersion < SUMMARY_DERIVATION_VERSION)
+          await markDerivationVersion(this.#store, taskId, stored.revision, SUMMARY_DERIVATION_VERSION)
         this.#metrics.projectorNoops.inc()
         return
       }
@@ -111,12 +121,13 @@ export class Projector {
       expectedRevision: stored?.revision ?? null,
       payload: derived.json,
       updatedAt,
+      derivationVersion: SUMMARY_DERIVATION_VERSION,
     })
-    if (written) await this.#published({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt })
-    return written
+    if (written) await this.#published({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt, feedSequence: written.feedSequence })
+    return written !== null
   }
 
-  async #published(summary: Derived & { revision: number; updatedAt: Date }): Promise<void> {
+  async #published(summary: Derived & { revision: number; updatedAt: Date; feedSequence: number }): Promise<void> {
     this.#metrics.projectorRevisions.inc()
     try {
       await this.#pubsub.publish('workspace', summary.workspaceId, {
@@ -126,6 +137,7 @@ export class Projector {
         revision: summary.revision,
         updatedAt: summary.updatedAt.toISOString(),
         summary: summary.payload,
+        sequence: summary.feedSequence,
       })
     } catch (error) {
       // At-most-once delivery: the stored revision is what reconnecting clients read.
@@ -134,12 +146,45 @@ export class Projector {
   }
 
   /**
-   * The read path (boot, tasks, workflow, taskStatusSummaries, Task.statusSummary): stored rows
-   * and authoritative sources in one batch; missing rows are created in one statement, stale ones
-   * (for example a pending action that no longer holds) are repaired through the serialized path.
+   * The read path (boot, tasks, workflow, taskStatusSummaries, Task.statusSummary): the stored
+   * rows are the read model. Only their pending field is reconciled, from the bounded projection
+   * of open requests; a row whose pending semantics no longer hold is repaired through the
+   * serialized path. Missing rows, and rows derived by older rules, are rebuilt from every source.
+   * A fixed number of statements whatever the page size or the history.
    */
   async ensure(taskIds: readonly string[]): Promise<Map<string, StoredSummary>> {
     const rows = await readSummaryRows(this.#store, taskIds)
+    const parsed = parseRows(rows)
+    const result = new Map<string, StoredSummary>()
+    const current = new Map<string, StoredSummary>()
+    for (const row of rows) {
+      const summary = parsed.get(row.taskId)
+      if (summary && row.derivationVersion >= SUMMARY_DERIVATION_VERSION) current.set(row.taskId, summary)
+    }
+    const rebuild = taskIds.filter((id) => !current.has(id))
+    const [pending, rebuilt] = await Promise.all([
+      loadPendingInputs(this.#store, [...current.keys()]),
+      rebuild.length > 0 ? this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>(),
+    ])
+    const stale: string[] = []
+    for (const [taskId, summary] of current) {
+      if (summary.payload.pendingAction === taskPendingAction(pending.get(taskId) ?? [])) result.set(taskId, summary)
+      else stale.push(taskId)
+    }
+    for (const [taskId, summary] of rebuilt) result.set(taskId, summary)
+    if (stale.length > 0) {
+      await Promise.all(stale.map((taskId) => this.project(taskId)))
+      for (const row of await readSummaryRows(this.#store, stale)) result.set(row.taskId, toStoredSummary(row))
+    }
+    return result
+  }
+
+  /**
+   * Every source of the given tasks loaded in one batch and derived: missing rows are created in
+   * one transaction, rows that differ (stale, or derived by older rules) are repaired through the
+   * serialized path, rows that agree are returned as they are.
+   */
+  async #rebuild(taskIds: readonly string[], rows: SummaryRow[]): Promise<Map<string, StoredSummary>> {
     const storedByTask = new Map(rows.map((r) => [r.taskId, r]))
     const parsed = parseRows(rows)
     const inputs = await loadSummaryInputs(this.#store, taskIds, lastActivityOf(parsed))
@@ -153,18 +198,25 @@ export class Projector {
         const last = parsed.get(taskId)
         if (last) result.set(taskId, last) // the last valid summary stays visible
       } else if (!stored) missing.push(derived)
-      else if (stored.payload !== derived.json || !parsed.get(taskId)) stale.push(taskId)
+      else if (stored.payload !== derived.json || !parsed.get(taskId))
+        stale.push(taskId)
       else result.set(taskId, parsed.get(taskId)!)
     }
     const updatedAt = this.#store.now()
     const inserted = await insertSummaries(
       this.#store,
-      missing.map((d) => ({ taskId: d.taskId, workspaceId: d.workspaceId, payload: d.json, updatedAt })),
+      missing.map((d) => ({
+        taskId: d.taskId,
+        workspaceId: d.workspaceId,
+        payload: d.json,
+        updatedAt,
+        derivationVersion: SUMMARY_DERIVATION_VERSION,
+      })),
     )
     if (inserted) {
       for (const d of missing) {
         result.set(d.taskId, { taskId: d.taskId, workspaceId: d.workspaceId, revision: 1, updatedAt, payload: d.payload })
-        await this.#published({ ...d, revision: 1, updatedAt })
+        await this.#published({ ...d, revision: 1, updatedAt, feedSequence: inserted.get(d.taskId)! })
       }
     } else stale.push(...missing.map((d) => d.taskId))
     if (stale.length > 0) {
@@ -174,14 +226,18 @@ export class Projector {
     return result
   }
 
-  /** Startup: every task's summary converges (batches of tasks, oldest id first). */
+  /**
+   * Startup: every task's summary is re-derived from every source and converges (batches of
+   * tasks, oldest id first). It repairs what a crash between a source write and its projection
+   * left stale, which reads, trusting stored rows, would not.
+   */
   async reconcileAll(batchSize = 500): Promise<number> {
     let after: string | undefined
     let count = 0
     for (;;) {
       const ids = await taskIdsPage(this.#store, after, batchSize)
       if (ids.length === 0) return count
-      await this.ensure(ids)
+      await this.#rebuild(ids, await readSummaryRows(this.#store, ids))
       count += ids.length
       after = ids[ids.length - 1]
     }

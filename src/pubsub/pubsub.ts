@@ -16,11 +16,18 @@ export interface SummaryUpdatedPayload {
   /** ISO-8601 projection time */
   updatedAt: string
   summary: SummaryPayload
+  /** The feed position the revision took in the database. */
+  sequence: number
 }
 
+/**
+ * Each change carries the feed position it took in the database (allocated per workspace in the
+ * writing transaction), so subscribers on every instance see the same cursors and can tell a
+ * missing one.
+ */
 export type WorkspaceEventPayload =
-  | { type: 'TaskUpserted'; workspaceId: string; taskId: string }
-  | { type: 'TaskDeleted'; workspaceId: string; taskId: string }
+  | { type: 'TaskUpserted'; workspaceId: string; taskId: string; sequence: number }
+  | { type: 'TaskDeleted'; workspaceId: string; taskId: string; sequence: number }
   | SummaryUpdatedPayload
   | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
 

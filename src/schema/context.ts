@@ -5,6 +5,7 @@ import type { GitMonitor } from '../git/monitor.ts'
 import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
+import type { FeedServices } from '../feed/resumable-feed.ts'
 import type { Principal } from '../store/users.ts'
 import { createLoaders, type Loaders } from './loaders.ts'
 
@@ -18,6 +19,8 @@ export interface Context {
   logger: Logger
   /** REPOSITORY_ROOTS: a task repository's localPath must resolve inside one of them. */
   repositoryRoots: readonly string[]
+  /** The resumable workspace feed (database epoch, positions, replay). */
+  feed: FeedServices
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
@@ -35,6 +38,7 @@ export interface ContextServices {
   git: GitMonitor
   logger: Logger
   repositoryRoots: readonly string[]
+  feed: FeedServices
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {

@@ -11,6 +11,9 @@ import { createMemoryPubSub } from '../pubsub/memory.ts'
 import { createRedisPubSub } from '../pubsub/redis.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import { startTaskFeed } from '../feed/task-feed.ts'
+import { createFeedMetrics } from '../feed/feed-metrics.ts'
+import { startTombstoneRetention } from '../feed/tombstone-retention.ts'
+import { ensureFeedEpoch } from '../store/feed.ts'
 import { Projector } from '../projector/projector.ts'
 import { recoverAfterRestart } from '../recovery/startup-recovery.ts'
 import { createYogaServer } from './yoga.ts'
@@ -122,6 +125,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const pubsub = config.redisUrl ? createRedisPubSub(config.redisUrl, logger) : createMemoryPubSub()
   const stopTaskFeed = startTaskFeed(store.events, pubsub, logger)
+  const feedMetrics = createFeedMetrics(metrics.registry)
+  const feed = { store, pubsub, logger, metrics: feedMetrics, epoch: await ensureFeedEpoch(store) }
+  const stopTombstoneRetention = startTombstoneRetention({ store, retentionMs: config.feedRetentionMs, logger, metrics: feedMetrics })
   const projector = new Projector({ store, pubsub, logger, metrics })
   projector.start()
 
@@ -173,7 +179,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   commands.start()
 
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, rateLimits })
+  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, rateLimits })
   serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
@@ -229,6 +235,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await sessions.shutdown()
       await lease.release().catch((error: unknown) => logger.warn({ err: error }, 'lease release failed; it lapses by itself'))
       stopTaskFeed()
+      stopTombstoneRetention()
       projector.stop()
       await projector.idle()
       await yoga.dispose()

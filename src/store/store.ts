@@ -27,6 +27,8 @@ export interface SourceEvent {
   taskId: string
   workspaceId: string
   sessionId?: string
+  /** The feed position the write took (task rows and deletions only). */
+  feedSequence?: number
 }
 
 export interface SourceEvents {

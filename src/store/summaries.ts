@@ -1,7 +1,10 @@
 // task_status_summaries: written only by the projector, by compare-and-update on the revision.
+import type { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
 import type { StoredSummary } from '../summary/types.ts'
 import { parseStoredPayload } from '../summary/semantic.ts'
+import { groupBy } from '../util/group-by.ts'
+import { allocateFeedPositions } from './feed.ts'
 
 export function toStoredSummary(row: {
   taskId: string
@@ -26,47 +29,84 @@ export function readSummaryRows({ db }: Store, taskIds: readonly string[]) {
 
 export type SummaryRow = Awaited<ReturnType<typeof readSummaryRows>>[number]
 
+class Rejected extends Error {}
+
 /**
  * CompareAndUpdateTaskStatusSummary. `expectedRevision` null means "no row yet": the insert
  * loses to a concurrent one on the primary key. Otherwise the update applies only while the
- * row still has that revision AND a different payload. False means stale or unchanged: the
- * caller reloads and compares again.
+ * row still has that revision AND a different payload. The written revision takes the next feed
+ * position in the same transaction (returned); null means stale or unchanged, nothing written
+ * and no position taken: the caller reloads and compares again.
  */
 export async function compareAndUpdateSummary(
   { db }: Store,
-  write: { taskId: string; workspaceId: string; expectedRevision: number | null; payload: string; updatedAt: Date },
-): Promise<boolean> {
-  if (write.expectedRevision === null) {
-    try {
-      await db.taskStatusSummary.create({
-        data: { taskId: write.taskId, workspaceId: write.workspaceId, revision: 1, payload: write.payload, updatedAt: write.updatedAt },
+  write: {
+    taskId: string
+    workspaceId: string
+    expectedRevision: number | null
+    payload: string
+    updatedAt: Date
+    derivationVersion: number
+  },
+): Promise<{ feedSequence: number } | null> {
+  try {
+    return await db.$transaction(async (tx) => {
+      const feedSequence = await allocateFeedPositions(tx, write.workspaceId)
+      const { expectedRevision, ...row } = write
+      if (expectedRevision === null) {
+        await tx.taskStatusSummary.create({ data: { ...row, revision: 1, feedSequence } })
+        return { feedSequence }
+      }
+      const { count } = await tx.taskStatusSummary.updateMany({
+        where: { taskId: write.taskId, revision: expectedRevision, NOT: { payload: write.payload } },
+        data: { revision: expectedRevision + 1, payload: write.payload, updatedAt: write.updatedAt, derivationVersion: write.derivationVersion, feedSequence },
       })
-      return true
-    } catch (error) {
-      const code = (error as { code?: string }).code
-      if (code === 'P2002' || code === 'P2003') return false // inserted concurrently, or the task is gone
-      throw error
-    }
+      if (count !== 1) throw new Rejected() // rolls the position back
+      return { feedSequence }
+    })
+  } catch (error) {
+    if (error instanceof Rejected) return null
+    const code = (error as { code?: string }).code
+    if (code === 'P2002' || code === 'P2003') return null // inserted concurrently, or the task is gone
+    throw error
   }
-  const { count } = await db.taskStatusSummary.updateMany({
-    where: { taskId: write.taskId, revision: write.expectedRevision, NOT: { payload: write.payload } },
-    data: { revision: write.expectedRevision + 1, payload: write.payload, updatedAt: write.updatedAt },
-  })
-  return count === 1
 }
 
-/** First rows for many tasks in one statement; false when any already existed (callers fall back per task). */
+/** An unchanged payload derived by newer code: the row records the version, clients see no change. */
+export async function markDerivationVersion({ db }: Store, taskId: string, revision: number, derivationVersion: number) {
+  await db.taskStatusSummary.updateMany({
+    where: { taskId, revision, derivationVersion: { lt: derivationVersion } },
+    data: { derivationVersion },
+  })
+}
+
+/**
+ * First rows for many tasks in one transaction (one position allocation per workspace, one
+ * insert); null when any already existed or its task is gone (callers fall back per task).
+ * Returns each row's feed position.
+ */
 export async function insertSummaries(
   { db }: Store,
-  rows: { taskId: string; workspaceId: string; payload: string; updatedAt: Date }[],
-): Promise<boolean> {
-  if (rows.length === 0) return true
+  rows: { taskId: string; workspaceId: string; payload: string; updatedAt: Date; derivationVersion: number }[],
+): Promise<Map<string, number> | null> {
+  const positions = new Map<string, number>()
+  if (rows.length === 0) return positions
   try {
-    await db.taskStatusSummary.createMany({ data: rows.map((r) => ({ ...r, revision: 1 })) })
-    return true
+    await db.$transaction(async (tx) => {
+      const data: Prisma.TaskStatusSummaryCreateManyInput[] = []
+      for (const [workspaceId, group] of groupBy(rows, (r) => r.workspaceId)) {
+        const last = await allocateFeedPositions(tx, workspaceId, group.length)
+        group.forEach((r, i) => {
+          positions.set(r.taskId, last - group.length + 1 + i)
+          data.push({ ...r, revision: 1, feedSequence: last - group.length + 1 + i })
+        })
+      }
+      await tx.taskStatusSummary.createMany({ data })
+    })
+    return positions
   } catch (error) {
     const code = (error as { code?: string }).code
-    if (code === 'P2002' || code === 'P2003') return false
+    if (code === 'P2002' || code === 'P2003') return null
     throw error
   }
 }

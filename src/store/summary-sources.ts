@@ -59,6 +59,52 @@ async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<str
 }
 
 /**
+ * The bounded projection boot and list reads reconcile `pendingAction` from: each task's
+ * unresolved permission and clarification rows (an index range per task that holds only open
+ * rows), and for the sessions that have one, their state and newest turns, which decide whether
+ * the request still counts. Sessions without an open request cannot be pending and are not
+ * read. One statement when nothing is open, three otherwise, whatever the history.
+ */
+export async function loadPendingInputs(store: Store, taskIds: readonly string[]): Promise<Map<string, SessionObservation[]>> {
+  const { db } = store
+  const result = new Map<string, SessionObservation[]>()
+  if (taskIds.length === 0) return result
+  const open = await db.message.findMany({
+    where: { taskId: { in: [...taskIds] }, status: 'PENDING', kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
+    select: { taskId: true, sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
+  })
+  const withOpen = open.filter((m) => m.pendingId !== null)
+  if (withOpen.length === 0) return result
+  const sessionIds = [...new Set(withOpen.map((m) => m.sessionId))]
+  const [sessions, turns] = await Promise.all([
+    db.session.findMany({ where: { id: { in: sessionIds } }, select: { id: true, taskId: true, state: true, isPrimary: true, createdAt: true } }),
+    recentTurns(store, sessionIds),
+  ])
+  const openBySession = groupBy(withOpen, (m) => m.sessionId)
+  for (const s of sessions) {
+    const list = result.get(s.taskId) ?? []
+    list.push({
+      id: s.id,
+      state: s.state as SessionState,
+      isPrimary: s.isPrimary,
+      createdAt: s.createdAt,
+      activeSubagentCount: 0,
+      backgroundWork: false,
+      error: null,
+      errorClearedStamp: null,
+      recentTurns: turns.get(s.id) ?? [],
+      pendingRequests: (openBySession.get(s.id) ?? []).map(pendingObservation),
+    })
+    result.set(s.taskId, list)
+  }
+  return result
+}
+
+function pendingObservation(m: { kind: string; pendingId: string | null; status: string | null; turnId: string | null }): PendingRequestObservation {
+  return { kind: m.kind as PendingRequestObservation['kind'], pendingId: m.pendingId!, status: m.status, turnId: m.turnId }
+}
+
+/**
  * Loads the summary inputs of the given tasks. Tasks that do not exist are absent from the
  * result. `previous` supplies each stored summary's lastActivityAt (monotonic maximum).
  */
@@ -136,16 +182,7 @@ export async function loadSummaryInputs(
           : null,
       errorClearedStamp: s.errorClearedStamp,
       recentTurns: turns.get(s.id) ?? [],
-      pendingRequests: (pendingBySession.get(s.id) ?? [])
-        .filter((m) => m.pendingId !== null)
-        .map(
-          (m): PendingRequestObservation => ({
-            kind: m.kind as PendingRequestObservation['kind'],
-            pendingId: m.pendingId!,
-            status: m.status,
-            turnId: m.turnId,
-          }),
-        ),
+      pendingRequests: (pendingBySession.get(s.id) ?? []).filter((m) => m.pendingId !== null).map(pendingObservation),
     }))
     const launch = launchByTask.get(task.id)
     result.set(task.id, {

@@ -1,4 +1,5 @@
 import type { Store } from './store.ts'
+import { allocateFeedPositions, recordTombstone } from './feed.ts'
 
 export interface NewTaskRepository {
   name: string
@@ -40,27 +41,31 @@ async function stepOfWorkspace({ db }: Store, workspaceId: string, stepId: strin
 export async function createTask(store: Store, input: NewTask) {
   const step = await stepOfWorkspace(store, input.workspaceId, input.workflowStepId)
   const now = store.now()
-  const task = await store.db.task.create({
-    data: {
-      workspaceId: input.workspaceId,
-      workflowStepId: step.id,
-      title: input.title,
-      description: input.description ?? null,
-      createdAt: now,
-      updatedAt: now,
-      lastActivityAt: now,
-      repositories: {
-        create: (input.repositories ?? []).map((r, position) => ({
-          position,
-          name: r.name,
-          localPath: r.localPath ?? null,
-          baseBranch: r.baseBranch ?? null,
-          branch: r.branch ?? null,
-        })),
+  const task = await store.db.$transaction(async (tx) => {
+    const feedSequence = await allocateFeedPositions(tx, input.workspaceId)
+    return tx.task.create({
+      data: {
+        feedSequence,
+        workspaceId: input.workspaceId,
+        workflowStepId: step.id,
+        title: input.title,
+        description: input.description ?? null,
+        createdAt: now,
+        updatedAt: now,
+        lastActivityAt: now,
+        repositories: {
+          create: (input.repositories ?? []).map((r, position) => ({
+            position,
+            name: r.name,
+            localPath: r.localPath ?? null,
+            baseBranch: r.baseBranch ?? null,
+            branch: r.branch ?? null,
+          })),
+        },
       },
-    },
+    })
   })
-  store.events.emit({ kind: 'task.created', taskId: task.id, workspaceId: task.workspaceId })
+  store.events.emit({ kind: 'task.created', taskId: task.id, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
   return task
 }
 
@@ -73,9 +78,11 @@ export async function updateTask(store: Store, taskId: string, changes: TaskChan
       : undefined
   const now = store.now()
   const task = await store.db.$transaction(async (tx) => {
+    const feedSequence = await allocateFeedPositions(tx, current.workspaceId)
     const updated = await tx.task.update({
       where: { id: taskId },
       data: {
+        feedSequence,
         ...(changes.title !== undefined && { title: changes.title }),
         ...(changes.description !== undefined && { description: changes.description }),
         ...(step && { workflowStepId: step.id }),
@@ -89,13 +96,21 @@ export async function updateTask(store: Store, taskId: string, changes: TaskChan
     }
     return updated
   })
-  store.events.emit({ kind: 'task.updated', taskId, workspaceId: task.workspaceId })
+  store.events.emit({ kind: 'task.updated', taskId, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
   return task
 }
 
+/** Deletes the task and leaves a tombstone at its feed position, so a resuming feed learns of it. */
 export async function deleteTask(store: Store, taskId: string) {
-  const task = await store.db.task.delete({ where: { id: taskId } })
-  store.events.emit({ kind: 'task.deleted', taskId, workspaceId: task.workspaceId })
+  const { task, feedSequence } = await store.db.$transaction(async (tx) => {
+    const { workspaceId } = await tx.task.findUniqueOrThrow({ where: { id: taskId }, select: { workspaceId: true } })
+    // The workspace row is locked first, as by every feed write: one lock order, no deadlock.
+    const feedSequence = await allocateFeedPositions(tx, workspaceId)
+    const task = await tx.task.delete({ where: { id: taskId } })
+    await recordTombstone(tx, { taskId, workspaceId, feedSequence, deletedAt: store.now() })
+    return { task, feedSequence }
+  })
+  store.events.emit({ kind: 'task.deleted', taskId, workspaceId: task.workspaceId, feedSequence })
   return task
 }
 

@@ -43,6 +43,13 @@ function lastActivityAt(inputs: SummaryInputs): string | null {
   return at ? at.toISOString() : null
 }
 
+/**
+ * The version of these rules. Bump it with any change that could derive a different summary
+ * from the same observations: stored rows of an older version are rebuilt on their next read
+ * (reads otherwise trust the stored row and reconcile only its pending field).
+ */
+export const SUMMARY_DERIVATION_VERSION = 1
+
 /** Authoritative observations in, the bounded summary out. No IO, no clock. */
 export function deriveSummary(inputs: SummaryInputs): SummaryPayload {
   const sessions = inputs.sessions

@@ -181,7 +181,7 @@ describe('a subscription stream failing inside the server (sqlite, no cohorts)',
     await wsExecute(client, ViewerDocument) // the subscription is registered once a later operation is answered
     await eventually(async () => (await (await fetch(`${server.url}/metrics`)).text()).includes('graphql_subscriptions_active{transport="ws",field="workspaceEvents"} 1'))
     // A payload no publisher of this server writes (a foreign or buggy one): the feed's loader throws a TypeError.
-    await server.pubsub.publish('workspace', workspaceId, { type: 'TaskUpserted', workspaceId, taskId: undefined as unknown as string })
+    await server.pubsub.publish('workspace', workspaceId, { type: 'TaskUpserted', workspaceId, taskId: undefined as unknown as string, sequence: 0 })
     await feed.waitFor(1)
     const failure = feed.failure as ErrorShape[]
     expect(failure).toHaveLength(1)

@@ -123,7 +123,7 @@ describe('GraphQL metrics have no holes and bounded labels (sqlite)', () => {
     const feeds = active(before, 'ws', 'workspaceEvents')
     await activeBecomes(server, 'ws', 'workspaceEvents', feeds + 1)
     // A payload no publisher of this server writes: the feed's loader throws and the stream ends in error.
-    await server.pubsub.publish('workspace', workspaceId, { type: 'TaskUpserted', workspaceId, taskId: undefined as unknown as string })
+    await server.pubsub.publish('workspace', workspaceId, { type: 'TaskUpserted', workspaceId, taskId: undefined as unknown as string, sequence: 0 })
     await feed.waitFor(1)
     expect(feed.failure).toBeDefined()
     await activeBecomes(server, 'ws', 'workspaceEvents', feeds)

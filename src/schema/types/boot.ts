@@ -1,11 +1,13 @@
 import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
+import { encodeFeedCursor } from '../../feed/cursor.ts'
+import { feedHead } from '../../store/feed.ts'
 import type { WorkspaceRow } from '../../store/rows.ts'
 import { taskPage, TaskConnectionRef } from './task.ts'
 import { WorkflowSnapshotRef } from './workflow.ts'
 import { WorkspaceRef } from './workspace.ts'
 
-const BootStateRef = builder.objectRef<{ workspace: WorkspaceRow; serverTime: Date }>('BootState').implement({
+const BootStateRef = builder.objectRef<{ workspace: WorkspaceRow; serverTime: Date; feedCursor: string }>('BootState').implement({
   fields: (t) => ({
     workspace: t.field({ type: WorkspaceRef, resolve: (boot) => boot.workspace }),
     workflow: t.field({ type: WorkflowSnapshotRef, resolve: (boot) => ({ workspaceId: boot.workspace.id }) }),
@@ -15,6 +17,10 @@ const BootStateRef = builder.objectRef<{ workspace: WorkspaceRow; serverTime: Da
       resolve: (boot, args, ctx) => taskPage(ctx, boot.workspace.id, args.first ?? 100, args.after),
     }),
     serverTime: t.expose('serverTime', { type: 'DateTime' }),
+    feedCursor: t.exposeString('feedCursor', {
+      description:
+        'The workspace feed position this boot state reflects: pass it as workspaceEvents(after:) to follow on with no gap and no duplicate.',
+    }),
   }),
 })
 
@@ -26,7 +32,13 @@ builder.queryField('boot', (t) =>
     args: { workspaceId: t.arg.id({ required: true }) },
     resolve: async (_root, { workspaceId }, ctx) => {
       await requireWorkspaceMember(ctx, workspaceId)
-      return { workspace: (await ctx.loaders.workspace.load(workspaceId))!, serverTime: ctx.store.now() }
+      // Read before the tasks and summaries are: whatever changes after it reaches the resumed feed.
+      const head = await feedHead(ctx.store, workspaceId)
+      return {
+        workspace: (await ctx.loaders.workspace.load(workspaceId))!,
+        serverTime: ctx.store.now(),
+        feedCursor: encodeFeedCursor({ epoch: ctx.feed.epoch, workspaceId, sequence: head?.sequence ?? 0 }),
+      }
     },
   }),
 )

@@ -2,7 +2,8 @@ import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
 import { createLoaders } from '../loaders.ts'
 import { transformIterator } from '../../pubsub/transform.ts'
-import type { WorkspaceEventPayload } from '../../pubsub/pubsub.ts'
+import { decodeFeedCursor, encodeFeedCursor } from '../../feed/cursor.ts'
+import { openWorkspaceFeed, type FeedItem } from '../../feed/resumable-feed.ts'
 import type { StoredSummary } from '../../summary/types.ts'
 import type { TaskRow } from '../../store/rows.ts'
 import type { Context } from '../context.ts'
@@ -11,19 +12,26 @@ import { TaskStatusSummaryRef } from './summary.ts'
 
 /** Events as resolved for one subscriber: the payload plus what it renders, loaded per event. */
 type ResolvedWorkspaceEvent =
-  | { type: 'TaskUpserted'; task: TaskRow }
-  | { type: 'TaskDeleted'; taskId: string; workspaceId: string }
-  | { type: 'TaskStatusSummaryUpdated'; taskId: string; workspaceId: string; summary: StoredSummary }
-  | { type: 'WorkspaceResync'; workspaceId: string; reason: string }
+  | { type: 'TaskUpserted'; task: TaskRow; cursor: string | null }
+  | { type: 'TaskDeleted'; taskId: string; workspaceId: string; cursor: string | null }
+  | { type: 'TaskStatusSummaryUpdated'; taskId: string; workspaceId: string; summary: StoredSummary; cursor: string | null }
+  | { type: 'WorkspaceResync'; workspaceId: string; reason: string; cursor: string | null }
 
 const TaskUpsertedRef = builder.objectRef<Extract<ResolvedWorkspaceEvent, { type: 'TaskUpserted' }>>('TaskUpserted')
 TaskUpsertedRef.implement({
-  fields: (t) => ({ task: t.field({ type: TaskRef, resolve: (e) => e.task }) }),
+  fields: (t) => ({
+    task: t.field({ type: TaskRef, resolve: (e) => e.task }),
+    cursor: t.exposeString('cursor', { nullable: true, description: 'Feed position of this event (opaque).' }),
+  }),
 })
 
 const TaskDeletedRef = builder.objectRef<Extract<ResolvedWorkspaceEvent, { type: 'TaskDeleted' }>>('TaskDeleted')
 TaskDeletedRef.implement({
-  fields: (t) => ({ taskId: t.exposeID('taskId'), workspaceId: t.exposeID('workspaceId') }),
+  fields: (t) => ({
+    taskId: t.exposeID('taskId'),
+    workspaceId: t.exposeID('workspaceId'),
+    cursor: t.exposeString('cursor', { nullable: true, description: 'Feed position of this event (opaque).' }),
+  }),
 })
 
 export const TaskStatusSummaryUpdatedRef = builder.objectRef<
@@ -35,6 +43,7 @@ TaskStatusSummaryUpdatedRef.implement({
     taskId: t.exposeID('taskId'),
     workspaceId: t.exposeID('workspaceId'),
     summary: t.field({ type: TaskStatusSummaryRef, resolve: (e) => e.summary }),
+    cursor: t.exposeString('cursor', { nullable: true, description: 'Feed position of this event (opaque).' }),
   }),
 })
 
@@ -42,8 +51,13 @@ const WorkspaceResyncRef = builder.objectRef<Extract<ResolvedWorkspaceEvent, { t
   'WorkspaceResync',
 )
 WorkspaceResyncRef.implement({
-  description: 'Deltas may have been missed (for example the pub/sub link was interrupted): refetch boot/tasks.',
-  fields: (t) => ({ workspaceId: t.exposeID('workspaceId'), reason: t.exposeString('reason') }),
+  description:
+    'Deltas may have been missed (the pub/sub link was interrupted, or a resume cursor is too old or unknown): refetch boot/tasks, then follow on from its feedCursor.',
+  fields: (t) => ({
+    workspaceId: t.exposeID('workspaceId'),
+    reason: t.exposeString('reason', { description: '"cursor-expired" when the resume cursor is too old or of another database.' }),
+    cursor: t.exposeString('cursor', { nullable: true, description: 'The position live events continue after, when known.' }),
+  }),
 })
 
 const WorkspaceEventRef = builder.unionType('WorkspaceEvent', {
@@ -52,66 +66,69 @@ const WorkspaceEventRef = builder.unionType('WorkspaceEvent', {
 })
 
 /**
- * Resolves one feed payload for one subscriber. Loaders are made fresh per event, and a task
- * that is gone by the time its upsert is delivered is skipped (its TaskDeleted follows).
+ * Resolves one feed item for one subscriber. Loaders are made fresh per event, and a task that
+ * is gone by the time its upsert is delivered is skipped (its TaskDeleted follows).
  */
-async function resolveWorkspaceEvent(
-  ctx: Context,
-  payload: WorkspaceEventPayload,
-): Promise<ResolvedWorkspaceEvent | undefined> {
+async function resolveWorkspaceEvent(ctx: Context, item: FeedItem): Promise<ResolvedWorkspaceEvent | undefined> {
   ctx.loaders = createLoaders(ctx, ctx.principal?.userId)
-  switch (payload.type) {
+  const cursor =
+    item.sequence !== undefined && item.sequence > 0
+      ? encodeFeedCursor({ epoch: ctx.feed.epoch, workspaceId: item.workspaceId, sequence: item.sequence })
+      : null
+  switch (item.type) {
     case 'TaskUpserted': {
-      const task = await ctx.loaders.task.load(payload.taskId)
-      return task && task.workspaceId === payload.workspaceId ? { type: 'TaskUpserted', task } : undefined
+      const task = item.task ?? (await ctx.loaders.task.load(item.taskId))
+      return task && task.workspaceId === item.workspaceId ? { type: 'TaskUpserted', task, cursor } : undefined
     }
     case 'TaskStatusSummaryUpdated':
       return {
         type: 'TaskStatusSummaryUpdated',
-        taskId: payload.taskId,
-        workspaceId: payload.workspaceId,
+        taskId: item.taskId,
+        workspaceId: item.workspaceId,
+        cursor,
         summary: {
-          taskId: payload.taskId,
-          workspaceId: payload.workspaceId,
-          revision: payload.revision,
-          updatedAt: new Date(payload.updatedAt),
-          payload: payload.summary,
+          taskId: item.taskId,
+          workspaceId: item.workspaceId,
+          revision: item.revision,
+          updatedAt: new Date(item.updatedAt),
+          payload: item.summary,
         },
       }
-    default:
-      return payload
+    case 'TaskDeleted':
+      return { type: 'TaskDeleted', taskId: item.taskId, workspaceId: item.workspaceId, cursor }
+    case 'WorkspaceResync':
+      return { type: 'WorkspaceResync', workspaceId: item.workspaceId, reason: item.reason, cursor }
   }
 }
 
-function workspaceFeed(ctx: Context, workspaceId: string) {
-  const source = ctx.pubsub.subscribe('workspace', workspaceId, {
-    onOverflow: () => ({ type: 'WorkspaceResync', workspaceId, reason: 'subscriber fell behind; deltas were dropped' }),
-  })
-  return transformIterator(source, (payload) => resolveWorkspaceEvent(ctx, payload))
+async function workspaceFeed(ctx: Context, workspaceId: string, after: string | null | undefined, summariesOnly = false) {
+  // Validated before anything is subscribed: a malformed cursor is the client's error.
+  const position = after == null ? undefined : decodeFeedCursor(after)
+  await requireWorkspaceMember(ctx, workspaceId)
+  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly })
+  return transformIterator(items, (item) => resolveWorkspaceEvent(ctx, item))
 }
+
+const AFTER_DESCRIPTION =
+  'Resume after this cursor (from boot.feedCursor or an event): the tasks changed since, each once in its latest state, then live.'
 
 builder.subscriptionFields((t) => ({
   workspaceEvents: t.field({
     type: WorkspaceEventRef,
     description:
       'The workspace task feed: task changes and status-summary replacements. Same authorization as other task reads.',
-    args: { workspaceId: t.arg.id({ required: true }) },
-    subscribe: async (_root, { workspaceId }, ctx) => {
-      await requireWorkspaceMember(ctx, workspaceId)
-      return workspaceFeed(ctx, workspaceId)
-    },
+    args: { workspaceId: t.arg.id({ required: true }), after: t.arg.string({ description: AFTER_DESCRIPTION }) },
+    subscribe: (_root, { workspaceId, after }, ctx) => workspaceFeed(ctx, workspaceId, after),
     resolve: (event) => event,
   }),
   taskStatusSummaryUpdated: t.field({
     type: TaskStatusSummaryUpdatedRef,
     description: 'Only the status-summary replacements of the workspace feed.',
-    args: { workspaceId: t.arg.id({ required: true }) },
-    subscribe: async (_root, { workspaceId }, ctx) => {
-      await requireWorkspaceMember(ctx, workspaceId)
-      return transformIterator(workspaceFeed(ctx, workspaceId), (event) =>
+    args: { workspaceId: t.arg.id({ required: true }), after: t.arg.string({ description: AFTER_DESCRIPTION }) },
+    subscribe: async (_root, { workspaceId, after }, ctx) =>
+      transformIterator(await workspaceFeed(ctx, workspaceId, after, true), (event) =>
         event.type === 'TaskStatusSummaryUpdated' ? event : undefined,
-      )
-    },
+      ),
     resolve: (event) => event,
   }),
 }))

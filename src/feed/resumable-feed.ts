@@ -1,0 +1,182 @@
+import type { Logger } from '../observability/logger.ts'
+import type { PubSub, SummaryUpdatedPayload, WorkspaceEventPayload } from '../pubsub/pubsub.ts'
+import { feedChangesBetween, feedHead, type FeedHead } from '../store/feed.ts'
+import type { TaskRow } from '../store/rows.ts'
+import type { Store } from '../store/store.ts'
+import { toStoredSummary } from '../store/summaries.ts'
+import type { FeedPosition } from './cursor.ts'
+import type { FeedMetrics } from './feed-metrics.ts'
+
+/** What a feed subscriber is sent: live payloads, and replayed ones that carry the row they read. */
+export type FeedItem =
+  | { type: 'TaskUpserted'; workspaceId: string; taskId: string; sequence: number; task?: TaskRow }
+  | { type: 'TaskDeleted'; workspaceId: string; taskId: string; sequence: number }
+  | SummaryUpdatedPayload
+  /** `sequence`: the position live events continue after, when known. */
+  | { type: 'WorkspaceResync'; workspaceId: string; reason: string; sequence?: number }
+
+export interface FeedServices {
+  store: Store
+  pubsub: PubSub
+  logger: Logger
+  metrics: FeedMetrics
+  /** This database's feed identity (ensureFeedEpoch). */
+  epoch: string
+}
+
+export interface OpenFeedOptions {
+  /** Resume after this position: the tasks changed since, each once in its latest state, then live. */
+  after?: FeedPosition
+  /**
+   * The summary-only feed (taskStatusSummaryUpdated): no task rows, deletions or resyncs, which
+   * its type cannot carry; a cursor of another database replays every current summary instead.
+   */
+  summariesOnly?: boolean
+}
+
+export const CURSOR_EXPIRED = 'cursor-expired'
+
+/**
+ * One subscriber's workspace feed. Live pub/sub is subscribed first and buffered, the database
+ * head read second; a resume replays (after, head] from the database, and live events at or
+ * before the head are dropped as covered: no gap and no duplicate at the seam. Afterwards every
+ * live event must be the next position: a hole (a lost or reordered pub/sub message, a dropped
+ * link, an overflowing subscriber) is filled from the database instead of asking for a resync.
+ * Replays send each changed task once, in position order, so a client that keeps the last
+ * cursor it received can resume from it whenever it is cut off.
+ *
+ * Like transformIterator, return() reaches the live subscription at once, even mid-replay.
+ */
+export async function openWorkspaceFeed(
+  services: FeedServices,
+  workspaceId: string,
+  options: OpenFeedOptions = {},
+): Promise<AsyncIterableIterator<FeedItem>> {
+  const { store, pubsub, logger, metrics } = services
+  const live = pubsub.subscribe('workspace', workspaceId, {
+    onOverflow: () => ({ type: 'WorkspaceResync', workspaceId, reason: 'subscriber fell behind; deltas were dropped' }),
+  })
+  let pending: FeedItem[] = []
+  let done = false
+  /** The last position sent or covered by a replay; undefined until a live feed's first event. */
+  let delivered: number | undefined
+
+  const close = async () => {
+    done = true
+    pending = []
+    await live.return?.()
+  }
+
+  const replay = async (after: number, upTo: number, reason: 'resume' | 'gap' | 'resync') => {
+    if (upTo <= after) return
+    const changes = await feedChangesBetween(store, workspaceId, after, upTo)
+    const items: FeedItem[] = []
+    for (const row of changes.summaries) {
+      try {
+        const summary = toStoredSummary(row)
+        items.push({
+          type: 'TaskStatusSummaryUpdated',
+          workspaceId,
+          taskId: row.taskId,
+          revision: summary.revision,
+          updatedAt: summary.updatedAt.toISOString(),
+          summary: summary.payload,
+          sequence: row.feedSequence,
+        })
+      } catch {
+        logger.warn({ taskId: row.taskId }, 'stored summary unreadable; left out of the replay until it is repaired')
+      }
+    }
+    if (!options.summariesOnly) {
+      for (const task of changes.tasks)
+        items.push({ type: 'TaskUpserted', workspaceId, taskId: task.id, sequence: task.feedSequence, task })
+      for (const t of changes.tombstones) items.push({ type: 'TaskDeleted', workspaceId, taskId: t.taskId, sequence: t.feedSequence })
+    }
+    items.sort((a, b) => a.sequence! - b.sequence!)
+    metrics.replayed.inc({ reason }, items.length)
+    pending.push(...items)
+  }
+
+  const expired = (head: FeedHead) => {
+    metrics.expired.inc()
+    pending.push({ type: 'WorkspaceResync', workspaceId, reason: CURSOR_EXPIRED, sequence: head.sequence })
+  }
+
+  const start = async () => {
+    const head = (await feedHead(store, workspaceId)) ?? { sequence: 0, floor: 0 }
+    const after = options.after
+    if (!after) return // live only: positions are tracked from the first event
+    const foreign = after.epoch !== services.epoch || after.workspaceId !== workspaceId || after.sequence > head.sequence
+    // Purged tombstones only matter to the full feed: summaries never expire but with another database.
+    const tooOld = !options.summariesOnly && after.sequence < head.floor
+    if (foreign && options.summariesOnly) await replay(-1, head.sequence, 'resume') // every current summary
+    else if (foreign || tooOld) expired(head)
+    else await replay(after.sequence, head.sequence, 'resume')
+    delivered = head.sequence
+  }
+
+  /** Live events in: what the subscriber is sent, holes filled from the database. */
+  const receive = async (event: WorkspaceEventPayload) => {
+    if (event.type === 'WorkspaceResync') {
+      if (delivered === undefined) return void pending.push(event) // nothing to repair from
+      const head = (await feedHead(store, workspaceId)) ?? { sequence: delivered, floor: 0 }
+      metrics.repairs.inc({ cause: event.reason.startsWith('subscriber fell behind') ? 'overflow' : 'link' })
+      if (head.floor > delivered && !options.summariesOnly) expired(head)
+      else await replay(delivered, head.sequence, 'resync')
+      delivered = Math.max(delivered, head.sequence)
+      return
+    }
+    const sequence = event.sequence
+    if (!(sequence > 0)) return void pending.push(event) // carries no position (not written through the database)
+    if (delivered !== undefined && sequence <= delivered) return // covered by a replay, or a duplicate
+    if (delivered !== undefined && sequence > delivered + 1) {
+      metrics.repairs.inc({ cause: 'gap' })
+      await replay(delivered, sequence - 1, 'gap')
+    }
+    delivered = sequence
+    pending.push(event)
+  }
+
+  try {
+    await start()
+  } catch (error) {
+    await close()
+    throw error
+  }
+
+  const iterator: AsyncIterableIterator<FeedItem> = {
+    async next() {
+      try {
+        for (;;) {
+          if (done) return { value: undefined, done: true }
+          const item = pending.shift()
+          if (item) {
+            if (options.summariesOnly && item.type !== 'TaskStatusSummaryUpdated') continue
+            return { value: item, done: false }
+          }
+          const result = await live.next()
+          if (result.done) {
+            done = true
+            return { value: undefined, done: true }
+          }
+          if (!done) await receive(result.value)
+        }
+      } catch (error) {
+        await close()
+        throw error
+      }
+    },
+    async return() {
+      await close()
+      return { value: undefined, done: true }
+    },
+    async throw(error: unknown) {
+      await close()
+      throw error
+    },
+    [Symbol.asyncIterator]() {
+      return iterator
+    },
+  }
+  return iterator
+}
