@@ -198,7 +198,7 @@ export class Projector {
         const last = parsed.get(taskId)
         if (last) result.set(taskId, last) // the last valid summary stays visible
       } else if (!stored) missing.push(derived)
-      else if (stored.payload !== derived.json || !parsed.get(taskId))
+      else if (stored.payload !== derived.json || !parsed.get(taskId) || stored.derivationVersion < SUMMARY_DERIVATION_VERSION)
         stale.push(taskId)
       else result.set(taskId, parsed.get(taskId)!)
     }
