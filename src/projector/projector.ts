@@ -153,7 +153,8 @@ export class Projector {
    * A fixed number of statements whatever the page size or the history.
    */
   async ensure(taskIds: readonly string[]): Promise<Map<string, StoredSummary>> {
-    const rows = await readSummaryRows(this.#store, taskIds)
+    // The open requests do not depend on the rows: both reads go out together.
+    const [rows, pending] = await Promise.all([readSummaryRows(this.#store, taskIds), loadPendingInputs(this.#store, taskIds)])
     const parsed = parseRows(rows)
     const result = new Map<string, StoredSummary>()
     const current = new Map<string, StoredSummary>()
@@ -162,10 +163,7 @@ export class Projector {
       if (summary && row.derivationVersion >= SUMMARY_DERIVATION_VERSION) current.set(row.taskId, summary)
     }
     const rebuild = taskIds.filter((id) => !current.has(id))
-    const [pending, rebuilt] = await Promise.all([
-      loadPendingInputs(this.#store, [...current.keys()]),
-      rebuild.length > 0 ? this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>(),
-    ])
+    const rebuilt = rebuild.length > 0 ? await this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>()
     const stale: string[] = []
     for (const [taskId, summary] of current) {
       if (summary.payload.pendingAction === taskPendingAction(pending.get(taskId) ?? [])) result.set(taskId, summary)

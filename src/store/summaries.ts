@@ -1,5 +1,7 @@
 // task_status_summaries: written only by the projector, by compare-and-update on the revision.
-import type { Prisma } from '../generated/sqlite/client.ts'
+import { Prisma } from '../generated/sqlite/client.ts'
+import type { TaskStatusSummaryRow } from './rows.ts'
+import { rawDate, rawInt } from './raw-values.ts'
 import type { Store } from './store.ts'
 import type { StoredSummary } from '../summary/types.ts'
 import { parseStoredPayload } from '../summary/semantic.ts'
@@ -22,12 +24,32 @@ export function toStoredSummary(row: {
   }
 }
 
-/** Stored rows as is (payload still canonical JSON), one statement for any number of tasks. */
-export function readSummaryRows({ db }: Store, taskIds: readonly string[]) {
-  return db.taskStatusSummary.findMany({ where: { taskId: { in: [...taskIds] } } })
+export type SummaryRow = TaskStatusSummaryRow
+
+type RawSummaryRow = Omit<SummaryRow, 'updatedAt' | 'revision' | 'derivationVersion' | 'feedSequence'> & {
+  updatedAt: string | number | Date
+  revision: number | bigint
+  derivationVersion: number | bigint
+  feedSequence: number | bigint
 }
 
-export type SummaryRow = Awaited<ReturnType<typeof readSummaryRows>>[number]
+/**
+ * Stored rows as is (payload still canonical JSON), one statement for any number of tasks.
+ * Raw: for a page of 500 ids Prisma's query builder costs more than the primary-key reads.
+ */
+export async function readSummaryRows({ db }: Store, taskIds: readonly string[]): Promise<SummaryRow[]> {
+  if (taskIds.length === 0) return []
+  const rows = await db.$queryRaw<RawSummaryRow[]>`
+    SELECT "taskId", "workspaceId", "revision", "payload", "updatedAt", "derivationVersion", "feedSequence"
+    FROM "TaskStatusSummary" WHERE "taskId" IN (${Prisma.join([...taskIds])})`
+  return rows.map((r) => ({
+    ...r,
+    updatedAt: rawDate(r.updatedAt),
+    revision: rawInt(r.revision),
+    derivationVersion: rawInt(r.derivationVersion),
+    feedSequence: rawInt(r.feedSequence),
+  }))
+}
 
 class Rejected extends Error {}
 

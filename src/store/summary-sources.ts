@@ -3,6 +3,7 @@
 import { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
 import { groupBy } from '../util/group-by.ts'
+import { rawBool, rawDate } from './raw-values.ts'
 import type {
   GitObservation,
   PendingRequestObservation,
@@ -25,9 +26,6 @@ type TurnRow = {
   hasMessages: unknown
 }
 
-// SQLite returns booleans as 0/1 and dates as text from raw queries; PostgreSQL as booleans and Dates.
-const bool = (v: unknown) => v === true || v === 1 || v === 1n || v === '1' || v === 't'
-const date = (v: string | Date) => (v instanceof Date ? v : new Date(v))
 
 /** The newest few turns of each session, in one window-function query (portable SQLite / PostgreSQL). */
 async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<string, TurnObservation[]>> {
@@ -47,11 +45,11 @@ async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<str
     const list = result.get(row.sessionId) ?? []
     list.push({
       id: row.id,
-      startedAt: date(row.startedAt),
-      lifecycleOnly: bool(row.lifecycleOnly),
-      promptDispatchPending: bool(row.promptDispatchPending),
-      promptDispatchAttempted: bool(row.promptDispatchAttempted),
-      hasMessages: bool(row.hasMessages),
+      startedAt: rawDate(row.startedAt),
+      lifecycleOnly: rawBool(row.lifecycleOnly),
+      promptDispatchPending: rawBool(row.promptDispatchPending),
+      promptDispatchAttempted: rawBool(row.promptDispatchAttempted),
+      hasMessages: rawBool(row.hasMessages),
     })
     result.set(row.sessionId, list)
   }
@@ -69,10 +67,10 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
   const { db } = store
   const result = new Map<string, SessionObservation[]>()
   if (taskIds.length === 0) return result
-  const open = await db.message.findMany({
-    where: { taskId: { in: [...taskIds] }, status: 'PENDING', kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
-    select: { taskId: true, sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
-  })
+  // Raw: a 500-id list costs Prisma's query builder more than the indexed read itself.
+  const open = await db.$queryRaw<{ taskId: string; sessionId: string; kind: string; pendingId: string | null; status: string | null; turnId: string | null }[]>`
+    SELECT "taskId", "sessionId", "kind", "pendingId", "status", "turnId" FROM "Message"
+    WHERE "taskId" IN (${Prisma.join([...taskIds])}) AND "status" = 'PENDING' AND "kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION')`
   const withOpen = open.filter((m) => m.pendingId !== null)
   if (withOpen.length === 0) return result
   const sessionIds = [...new Set(withOpen.map((m) => m.sessionId))]

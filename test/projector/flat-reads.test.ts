@@ -154,7 +154,7 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
     expect(messageReads.length).toBeGreaterThan(0)
     for (const sql of messageReads) {
       // By task only through the open-request range; otherwise only the one-row probe of a recent turn.
-      const openRange = /Message\.taskId IN \([^)]*\) AND Message\.status = /.test(sql)
+      const openRange = /(Message\.)?taskId IN \([^)]*\) AND (Message\.)?status = /.test(sql)
       const turnProbe = /EXISTS \(SELECT 1 FROM Message m WHERE m\.turnId = t\.id\)/.test(sql) && !/m\.taskId/.test(sql)
       expect(openRange || turnProbe, sql).toBe(true)
     }
