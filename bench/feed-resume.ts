@@ -90,6 +90,16 @@ async function refetch(server: RunningServer, workspaceId: string) {
 const subscriptionCount = (server: RunningServer) => [...server.gateway.connections()].reduce((n, c) => n + c.subscriptions.size, 0)
 
 /**
+ * Closes the client and waits until the server has let its subscription go. The store calls here
+ * run synchronously on this thread (better-sqlite3), so a loop of them would otherwise keep the
+ * server from reading the close frame, and a socket the switcher closed would go on receiving.
+ */
+async function disconnect(client: Client) {
+  await client.dispose()
+  while (subscriptionCount(server) > 0) await new Promise((r) => setTimeout(r, 10))
+}
+
+/**
  * What the switcher must hold after a resume from `after`: every task row and summary the
  * database positions after it, in its current state (the title, the revision).
  */
@@ -209,8 +219,7 @@ try {
   await server.projector.idle()
   const expectLive = await latestAfter(server, workspace.id, decodeFeedCursor(boot.feedCursor).sequence)
   await live.until(expectLive)
-  await first.client.dispose()
-  while (subscriptionCount(server) > 0) await new Promise((r) => setTimeout(r, 10))
+  await disconnect(first.client)
   const lastCursor = live.state.lastCursor
 
   // Away: 50 other tasks change, 30 by title, 20 by their agent's activity (summary revisions only).
@@ -237,7 +246,7 @@ try {
   // Anything still arriving would be a duplicate or an unrequested refetch: let the socket settle and count it.
   await new Promise((r) => setTimeout(r, 500))
   const late = { frames: second.tally.frames - resume.frames, bytes: second.tally.bytes - resume.bytes }
-  await second.client.dispose()
+  await disconnect(second.client)
   if (resumed.state.resyncs > 0) throw new Error(`the resume was answered with ${resumed.state.resyncs} WorkspaceResync`)
 
   // Away again, and this time 50 tasks change only by their agents' activity (the switcher's usual
@@ -257,7 +266,7 @@ try {
   const again = follow(third.client, workspace.id, againFrom)
   await again.until(expectedAgain)
   const activityResume = { ms: performance.now() - againStarted, frames: third.tally.frames, bytes: third.tally.bytes }
-  await third.client.dispose()
+  await disconnect(third.client)
   if (again.state.resyncs > 0) throw new Error(`the second resume was answered with ${again.state.resyncs} WorkspaceResync`)
 
   const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`
