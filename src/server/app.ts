@@ -20,6 +20,7 @@ import { createYogaServer } from './yoga.ts'
 import { createRateLimits } from './rate-limits.ts'
 import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { handleOperationalRoute } from './http-routes.ts'
+import { handleWebPage } from './web-page.ts'
 import { Readiness } from './readiness.ts'
 import { runPreflight, type PreflightOptions } from './preflight.ts'
 import { SessionService } from '../agents/session-service.ts'
@@ -54,6 +55,8 @@ export interface StartOptions {
   /** Timeouts of the start-up checks (tests shorten them). */
   preflight?: PreflightOptions
   /** WebSocket keepalive and graphql-ws's connection_init wait (tests inject timers or shorten them). */
+  /** Where the built page is (default dist/web; tests build it into a temporary folder). */
+  webRoot?: string
   websocket?: Pick<Parameters<typeof attachDeliveryGateway>[0], 'keepalive' | 'connectionInitWaitTimeoutMs'>
 }
 
@@ -186,8 +189,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       registry: metrics.registry,
       webhook: { secret: config.githubWebhookSecret, store, logger },
     })
-      .then((handled) => {
-        if (handled) return
+      .then(async (handled) => {
+        // The page loads before readiness; its client retries the GraphQL calls answered UNAVAILABLE.
+        if (handled || (await handleWebPage(req, res, options.webRoot))) return
         if (!readiness.ready) {
           metrics.graphqlErrors.inc({ code: 'UNAVAILABLE' })
           return refuseUntilReady(res)

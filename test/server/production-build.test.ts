@@ -8,6 +8,7 @@ import { emptyDatabase } from '../support/databases.ts'
 import { ok } from '../support/client.ts'
 import { freePort } from '../support/postgres-cluster.ts'
 import { projectRoot, spawnServer } from '../support/process.ts'
+import { buildWebPage } from '../support/web-build.ts'
 import { eventually } from '../support/wait.ts'
 import { AddMessageDocument, CreateTaskDocument, CreateWorkspaceDocument, SessionDetailDocument, StartSessionDocument } from '../generated/graphql.ts'
 
@@ -24,11 +25,13 @@ const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').sp
 describe('the production build', () => {
   it('is what `npm run build` / `npm run start:prod` run: compiled output on plain node migrates, serves, and runs the mock agent without tsx', { timeout: 120_000 }, async () => {
     const scripts = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
-    expect(scripts.build).toBe('tsc -p tsconfig.build.json')
+    expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run build:web')
+    expect(scripts['build:web']).toBe('vite build') // into dist/web: beside the compiled server
     expect(scripts['start:prod']).toBe('node dist/main.js')
 
     // The build script with another outDir, so the test never replaces a dist/ someone runs.
     await promisify(execFile)(process.execPath, [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: projectRoot })
+    await buildWebPage(path.join(outDir, 'web'))
 
     const port = await freePort()
     const adminToken = 'production-build-admin-token-0123456789'
@@ -43,6 +46,10 @@ describe('the production build', () => {
     const stylesheet = /href="(\/graphiql\/[^"]+\.css)"/.exec(html)?.[1]
     expect(stylesheet).toBeDefined()
     expect((await fetch(`http://127.0.0.1:${port}${stylesheet}`)).status).toBe(200)
+    // The page, from the web folder beside the compiled server.
+    const page = await fetch(`http://127.0.0.1:${port}/`)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toMatch(/<script type="module" crossorigin src="\/assets\/[^"]+\.js"/)
 
     const workspaceId = (await ok(url, adminToken, CreateWorkspaceDocument, { name: 'prod' })).createWorkspace.id
     const taskId = (await ok(url, adminToken, CreateTaskDocument, { input: { workspaceId, title: 't' } })).createTask.id

@@ -1,0 +1,30 @@
+/**
+ * The typed client SDK of the task status server, for browsers and Node: one graphql-ws socket,
+ * zustand/vanilla stores for the task switcher (summaries), the visible sessions and the
+ * connection. It imports nothing from the server: only graphql-ws, zustand, immer and graphql.
+ */
+export { createTaskClient, SEND_ROUNDS, type TaskClient, type TaskClientOptions } from './task-client.ts'
+export { TaskClientError } from './errors.ts'
+export type { WsClient, WsClientFactory } from './transport.ts'
+export type {
+  ClientDiagnostic,
+  ConnectionState,
+  Message,
+  SendResult,
+  SessionEntry,
+  SessionInfo,
+  SessionsState,
+  StatusSummary,
+  SummaryState,
+  TaskRow,
+  Viewer,
+} from './types.ts'
+export type {
+  ForegroundActivity,
+  MessageAuthor,
+  MessageKind,
+  PendingAction,
+  PullRequestAggregateState,
+  RecoveryAction,
+  SessionState,
+} from './generated/graphql.ts'

@@ -1,0 +1,78 @@
+import type {
+  ClientSessionEventsSubscription,
+  ClientViewerQuery,
+  ClientWorkspaceEventsSubscription,
+  SessionFieldsFragment,
+  StatusSummaryFieldsFragment,
+  TaskRowFieldsFragment,
+  TranscriptMessageFieldsFragment,
+} from './generated/graphql.ts'
+
+/** Every field of a task's bounded status summary (TaskStatusSummary), as the feed and the reads send it. */
+export type StatusSummary = StatusSummaryFieldsFragment
+
+/** One row of the task switcher. `summary` is null only while the server never derived one. */
+export type TaskRow = Pick<TaskRowFieldsFragment, 'id' | 'title' | 'workflowStepId' | 'updatedAt'> & { summary: StatusSummary | null }
+
+/** A transcript entry of a session (the whole message: `content` is always complete). */
+export type Message = TranscriptMessageFieldsFragment
+
+/** What the detail pane shows about a session (state, error, models, Git). */
+export type SessionInfo = SessionFieldsFragment
+
+export type Viewer = ClientViewerQuery['viewer']
+
+export interface SummaryState {
+  workspaceId: string | null
+  /** By task id. Key order is insertion order; sort for display (newest activity first). */
+  tasks: Record<string, TaskRow>
+  /** The last workspace-feed position applied (boot.feedCursor, then each event's cursor). Opaque. */
+  cursor: string | null
+  status: 'idle' | 'booting' | 'live' | 'resyncing'
+  /** How many WorkspaceResync events were handled (each refetched boot). */
+  resyncs: number
+}
+
+export interface SessionEntry {
+  /** Null until the first snapshot (or refetch) arrives. */
+  session: SessionInfo | null
+  /** Transcript order: first arrival of each id (snapshot order, then additions). */
+  messageIds: string[]
+  messages: Record<string, Message>
+  /** True once a SessionJoined snapshot arrived on the current connection; false again while reconnecting. */
+  joined: boolean
+}
+
+export interface SessionsState {
+  /** Only the sessions currently in the visible set (setVisibleSessions). */
+  byId: Record<string, SessionEntry>
+}
+
+export interface ConnectionState {
+  status: 'connecting' | 'connected' | 'reconnecting' | 'closed'
+  /** Close code of the last socket that closed (1006 abnormal, 1013 overload, 4403 bad token, ...). */
+  lastCloseCode?: number
+  /** Successful reconnections after a drop. */
+  reconnects: number
+}
+
+export type SendResult = { outcome: 'accepted' | 'replayed'; message: Message } | { outcome: 'unknown'; clientMessageId: string }
+
+/** Optional diagnostics hook: connection lifecycle, resyncs and subscription failures. */
+export type ClientDiagnostic =
+  | { type: 'connected'; reconnect: boolean }
+  | { type: 'closed'; code: number | undefined; reason: string | undefined; willRetry: boolean }
+  | { type: 'reconnecting'; attempt: number; delayMs: number }
+  | { type: 'resync'; scope: 'workspace'; workspaceId: string; reason: string }
+  | { type: 'resync'; scope: 'session'; sessionId: string; reason: string }
+  | { type: 'subscription-error'; operation: 'workspaceEvents' | 'sessionEvents'; id: string; code: string | undefined; message: string }
+
+export type FeedEvent = ClientWorkspaceEventsSubscription['workspaceEvents']
+export type SessionEvent = ClientSessionEventsSubscription['sessionEvents']
+
+/** A row as the reads (boot, tasks, task) and TaskUpserted send it. */
+export type TaskRowPayload = TaskRowFieldsFragment
+
+export function toRow(payload: TaskRowPayload): TaskRow {
+  return { id: payload.id, title: payload.title, workflowStepId: payload.workflowStepId, updatedAt: payload.updatedAt, summary: payload.statusSummary }
+}

@@ -1,0 +1,194 @@
+import { useEffect, useRef, useState } from 'react'
+import { useStore } from 'zustand'
+import type { Message, SendResult, TaskClient, TaskRow } from '../client/index.ts'
+
+/** The selected task's primary session: its live transcript, what it waits for, and a message box. */
+export function SessionPane(props: { client: TaskClient; task: TaskRow | null }) {
+  const { client, task } = props
+  const sessionId = task?.summary?.primarySession?.id ?? null
+
+  if (!task) return <main className="pane empty">Pick a task.</main>
+  return (
+    <main className="pane" data-task-id={task.id}>
+      <header className="pane-header">
+        <h1>{task.title}</h1>
+        {task.summary?.primarySession && <span className="pane-state">{task.summary.primarySession.state.replaceAll('_', ' ').toLowerCase()}</span>}
+      </header>
+      {sessionId ? <SessionView client={client} taskId={task.id} sessionId={sessionId} /> : <NoSession client={client} taskId={task.id} />}
+    </main>
+  )
+}
+
+function NoSession(props: { client: TaskClient; taskId: string }) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  return (
+    <div className="no-session">
+      <p>This task has no session yet.</p>
+      <button
+        type="button"
+        disabled={busy}
+        onClick={() => {
+          setBusy(true)
+          setError(null)
+          props.client
+            .startSession(props.taskId)
+            .catch((e: unknown) => setError(errorText(e)))
+            .finally(() => setBusy(false))
+        }}
+      >
+        Start a mock agent
+      </button>
+      {error && <p className="error-text">{error}</p>}
+    </div>
+  )
+}
+
+function SessionView(props: { client: TaskClient; taskId: string; sessionId: string }) {
+  const { client, sessionId } = props
+  const view = useStore(client.sessions, (s) => s.byId[sessionId])
+  const messages = view ? view.messageIds.map((id) => view.messages[id]).filter((m): m is Message => Boolean(m)) : []
+  const pending = messages.filter((m) => (m.kind === 'PERMISSION_REQUEST' || m.kind === 'CLARIFICATION') && m.status === 'PENDING')
+  const transcript = useRef<HTMLDivElement>(null)
+
+  useEffect(() => {
+    const el = transcript.current
+    if (el) el.scrollTop = el.scrollHeight
+  }, [messages.length, messages.at(-1)?.version])
+
+  return (
+    <>
+      <div className="transcript" ref={transcript} data-session-id={sessionId} aria-live="polite">
+        {!view?.joined && <p className="muted">Loading the session…</p>}
+        {messages.map((m) => (
+          <MessageView key={m.id} message={m} />
+        ))}
+      </div>
+      {pending.map((m) => (
+        <PendingRequest key={m.id} client={client} sessionId={sessionId} message={m} />
+      ))}
+      <MessageBox client={client} taskId={props.taskId} sessionId={sessionId} />
+    </>
+  )
+}
+
+function MessageView({ message }: { message: Message }) {
+  const kind = message.kind.toLowerCase().replace('_', '-')
+  return (
+    <div className={`message ${message.author.toLowerCase()} ${kind}`} data-message-id={message.id} data-kind={message.kind} data-status={message.status ?? ''}>
+      <span className="who">{message.kind === 'MESSAGE' ? message.author.toLowerCase() : kind}</span>
+      <span className="content">{message.content}</span>
+      {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase()}</span>}
+    </div>
+  )
+}
+
+function PendingRequest(props: { client: TaskClient; sessionId: string; message: Message }) {
+  const { client, sessionId, message } = props
+  const [answer, setAnswer] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  const pendingId = message.pendingId
+  if (!pendingId) return null
+  const act = (work: Promise<void>) => {
+    setBusy(true)
+    setError(null)
+    work.catch((e: unknown) => setError(errorText(e))).finally(() => setBusy(false))
+  }
+  if (message.kind === 'PERMISSION_REQUEST')
+    return (
+      <div className="pending permission" data-pending-id={pendingId}>
+        <span className="pending-title">Permission: {message.content}</span>
+        <button type="button" disabled={busy} onClick={() => act(client.respondToPermission(sessionId, pendingId, 'allow'))}>
+          Allow
+        </button>
+        <button type="button" disabled={busy} className="secondary" onClick={() => act(client.respondToPermission(sessionId, pendingId, 'reject'))}>
+          Reject
+        </button>
+        {error && <span className="error-text">{error}</span>}
+      </div>
+    )
+  return (
+    <form
+      className="pending clarification"
+      data-pending-id={pendingId}
+      onSubmit={(e) => {
+        e.preventDefault()
+        if (answer.trim()) act(client.answerClarification(sessionId, pendingId, answer.trim()))
+      }}
+    >
+      <span className="pending-title">Question: {message.content}</span>
+      <input value={answer} onChange={(e) => setAnswer(e.target.value)} placeholder="Your answer" aria-label="Answer" />
+      <button type="submit" disabled={busy || !answer.trim()}>
+        Answer
+      </button>
+      {error && <span className="error-text">{error}</span>}
+    </form>
+  )
+}
+
+function MessageBox(props: { client: TaskClient; taskId: string; sessionId: string }) {
+  const [text, setText] = useState('')
+  const [sending, setSending] = useState(false)
+  const [result, setResult] = useState<SendResult | { outcome: 'failed'; error: string } | null>(null)
+  // An unconfirmed send keeps its id: sending the same text again can then only ever store it once.
+  const unconfirmed = useRef<{ id: string; content: string } | null>(null)
+  const send = () => {
+    const content = text.trim()
+    if (!content || sending) return
+    // The client picks a fresh id for a new text (crypto.randomUUID exists only on https and localhost).
+    const clientMessageId = unconfirmed.current?.content === content ? unconfirmed.current.id : undefined
+    setSending(true)
+    setResult(null)
+    props.client
+      .sendMessage({ taskId: props.taskId, sessionId: props.sessionId, content, clientMessageId })
+      .then((r) => {
+        setResult(r)
+        if (r.outcome === 'unknown') unconfirmed.current = { id: r.clientMessageId, content }
+        else {
+          unconfirmed.current = null
+          setText('')
+        }
+      })
+      .catch((e: unknown) => setResult({ outcome: 'failed', error: errorText(e) }))
+      .finally(() => setSending(false))
+  }
+  return (
+    <form
+      className="message-box"
+      onSubmit={(e) => {
+        e.preventDefault()
+        send()
+      }}
+    >
+      <textarea
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey) {
+            e.preventDefault()
+            send()
+          }
+        }}
+        placeholder="Message the agent"
+        aria-label="Message"
+        rows={2}
+      />
+      <button type="submit" disabled={sending || !text.trim()}>
+        {sending ? 'Sending…' : 'Send'}
+      </button>
+      {result?.outcome === 'unknown' && (
+        <p className="error-text" data-send-outcome="unknown">
+          Could not confirm the message was received. Sending again reuses the same id, so it is never stored twice.
+        </p>
+      )}
+      {result?.outcome === 'failed' && <p className="error-text">{result.error}</p>}
+    </form>
+  )
+}
+
+export function errorText(error: unknown): string {
+  if (Array.isArray(error)) return error.map(errorText).join('; ')
+  if (error && typeof error === 'object' && 'message' in error) return String((error as { message: unknown }).message)
+  return String(error)
+}

@@ -1,0 +1,76 @@
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import type { Browser, Page } from 'playwright-core'
+import { startTestServer, type TestServer } from '../support/server.ts'
+import { blockOtherHosts, launchBrowser } from '../support/browser.ts'
+import { seedDemoWorkspace, type SeededWorkspace } from '../../src/demo/seed.ts'
+import { startDemoActivity, type DemoActivity } from '../../src/demo/activity.ts'
+import { bundleMockAgent, type BundledMock } from '../../src/demo/fast-mock.ts'
+
+const DOCS = path.resolve(import.meta.dirname, '../../docs')
+
+/** The kinds of badge a switcher shows right now, across its rows. */
+function shownKinds(page: Page, switcher: 'desktop' | 'phone'): Promise<string[]> {
+  return page.$$eval(`[data-switcher="${switcher}"] .task-row`, (rows) => {
+    const kinds = new Set<string>()
+    for (const row of rows as HTMLElement[]) {
+      kinds.add(row.dataset.primary ?? '')
+      for (const badge of row.querySelectorAll<HTMLElement>('[data-badge]')) kinds.add(badge.dataset.badge ?? '')
+    }
+    return [...kinds].sort()
+  })
+}
+
+const LIVE_KINDS = ['permission', 'clarification', 'generating', 'error', 'git']
+
+/** `npm run demo`'s workspace (27 tasks, scripted agents) in both switchers: the README's pictures. */
+describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)', () => {
+  let server: TestServer
+  let browser: Browser
+  let bundled: BundledMock | undefined
+  let seeded: SeededWorkspace
+  let activity: DemoActivity
+
+  beforeAll(async () => {
+    bundled = await bundleMockAgent()
+    server = await startTestServer('sqlite', { webRoot: inject('webRoot'), ...(bundled && { env: { AGENT_PROFILES: JSON.stringify({ mock: bundled.profile }) } }) })
+    seeded = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken })
+    activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, intervalMs: 400 })
+    browser = await launchBrowser()
+    mkdirSync(DOCS, { recursive: true })
+  }, 120_000)
+
+  afterAll(async () => {
+    await activity?.stop()
+    await browser?.close()
+    await seeded?.cleanup({ stopSessions: false })
+    await server?.close()
+    await bundled?.remove()
+  })
+
+  it('shows live permission, question, generating, error and Git badges in the sidebar and the phone sheet', async () => {
+    const desktopContext = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+    const phoneContext = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 })
+    for (const context of [desktopContext, phoneContext]) await blockOtherHosts(context)
+    const desktop = await desktopContext.newPage()
+    const phone = await phoneContext.newPage()
+    const errors: string[] = []
+    for (const page of [desktop, phone]) {
+      page.on('pageerror', (e) => errors.push(e.message))
+      await page.goto(`${server.url}/#token=${encodeURIComponent(seeded.token)}`)
+    }
+    await phone.locator('[data-action="open-sheet"]').click()
+
+    await expect.poll(() => shownKinds(desktop, 'desktop'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
+    await expect.poll(() => shownKinds(phone, 'phone'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
+
+    await desktop.locator('[data-switcher="desktop"] .task-row[data-primary="permission"]').first().click()
+    await desktop.locator('.pending.permission').first().waitFor()
+    await desktop.screenshot({ path: path.join(DOCS, 'switcher-desktop.png') })
+    await phone.screenshot({ path: path.join(DOCS, 'switcher-phone.png') })
+    expect(errors).toEqual([])
+    await desktopContext.close()
+    await phoneContext.close()
+  }, 120_000)
+})

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest'
+import { byActivity, primaryBadge, rowBadges } from '../../src/web/badges.ts'
+import type { StatusSummary } from '../../src/client/index.ts'
+
+function summary(overrides: Partial<StatusSummary> = {}): StatusSummary {
+  return {
+    id: 't1',
+    taskId: 't1',
+    revision: 1,
+    updatedAt: '2026-12-04T10:00:00.000Z',
+    lastActivityAt: '2026-12-04T10:00:00.000Z',
+    primarySession: { id: 's1', state: 'WAITING_FOR_INPUT' },
+    foregroundActivity: null,
+    pendingAction: null,
+    activeSubagentCount: 0,
+    activeError: null,
+    git: null,
+    pullRequest: null,
+    ...overrides,
+  } as StatusSummary
+}
+
+describe('row precedence: permission > clarification > generating > background > coarse state', () => {
+  it.each([
+    { name: 'permission over everything', s: { pendingAction: 'PERMISSION', foregroundActivity: 'GENERATING' }, kind: 'permission' },
+    { name: 'clarification over generating', s: { pendingAction: 'CLARIFICATION', foregroundActivity: 'GENERATING' }, kind: 'clarification' },
+    { name: 'generating over the session state', s: { foregroundActivity: 'GENERATING', primarySession: { id: 's', state: 'RUNNING' } }, kind: 'generating' },
+    { name: 'background over the session state', s: { foregroundActivity: 'BACKGROUND', primarySession: { id: 's', state: 'RUNNING' } }, kind: 'background' },
+    { name: 'coarse state when nothing is going on', s: { primarySession: { id: 's', state: 'FAILED' } }, kind: 'state' },
+    { name: 'no session at all', s: { primarySession: null }, kind: 'none' },
+  ] as const)('$name', ({ s, kind }) => {
+    expect(primaryBadge(summary(s as Partial<StatusSummary>)).kind).toBe(kind)
+  })
+
+  it('a task with no summary yet shows no session', () => {
+    expect(primaryBadge(null).kind).toBe('none')
+  })
+
+  it('the error badge is independent of the primary icon', () => {
+    const activeError = { preview: 'Rate limited', category: 'rate_limited', occurredAt: '', recoveryActions: [], sessionId: 's1', stamp: 'x', taskRepositoryId: null }
+    const badges = rowBadges(summary({ pendingAction: 'PERMISSION', activeError } as Partial<StatusSummary>))
+    expect(badges.primary.kind).toBe('permission')
+    expect(badges.error).toEqual({ preview: 'Rate limited', category: 'rate_limited' })
+    expect(rowBadges(summary()).error).toBeNull()
+  })
+})
+
+describe('git and pull-request badges', () => {
+  it('shows Git totals only when there is something to show', () => {
+    const git = { additions: 3, deletions: 1, changedFiles: 2, ahead: 0, behind: 0, comparisonUnavailable: false }
+    expect(rowBadges(summary({ git })).git).toMatchObject({ additions: 3, deletions: 1, changedFiles: 2 })
+    expect(rowBadges(summary({ git: { ...git, additions: 0, deletions: 0, changedFiles: 0 } })).git).toBeNull()
+    expect(rowBadges(summary({ git: { ...git, changedFiles: 0, comparisonUnavailable: true } })).git?.unavailable).toBe(true)
+  })
+
+  it('shows the aggregate pull-request state with its automation indicators', () => {
+    const pullRequest = {
+      aggregateState: 'FAILURE',
+      autoFixEnabled: true,
+      autoMergeEnabled: false,
+      count: 2,
+      openCount: 1,
+      representative: { number: 7, repository: 'o/r', url: 'https://github.com/o/r/pull/7' },
+    }
+    expect(rowBadges(summary({ pullRequest } as Partial<StatusSummary>)).pullRequest).toEqual({ state: 'FAILURE', number: 7, count: 2, autoMerge: false, autoFix: true })
+    expect(rowBadges(summary()).pullRequest).toBeNull()
+  })
+})
+
+describe('row order', () => {
+  it('newest activity first, then by title', () => {
+    const row = (title: string, at: string) => ({ title, updatedAt: at, summary: summary({ lastActivityAt: at }) })
+    const rows = [row('b', '2026-01-01T00:00:00.000Z'), row('a', '2026-01-01T00:00:00.000Z'), row('c', '2026-02-01T00:00:00.000Z')]
+    expect(rows.sort(byActivity).map((r) => r.title)).toEqual(['c', 'a', 'b'])
+  })
+})
