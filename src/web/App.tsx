@@ -12,6 +12,17 @@ export function App() {
     if (fromLink) storeToken(window.localStorage, fromLink)
     return fromLink ?? storedToken(window.localStorage)
   })
+  // A #token= link opened in a tab that already shows the page changes only the hash.
+  useEffect(() => {
+    const onHash = () => {
+      const fromLink = takeTokenFromLocation(window.location, window.history)
+      if (!fromLink) return
+      storeToken(window.localStorage, fromLink)
+      setToken(fromLink)
+    }
+    window.addEventListener('hashchange', onHash)
+    return () => window.removeEventListener('hashchange', onHash)
+  }, [])
   const signOut = () => {
     storeToken(window.localStorage, null)
     setToken(null)
@@ -90,6 +101,20 @@ function WorkspaceView(props: { client: TaskClient; onSignOut: () => void }) {
     return (
       <div className="sign-in">
         <p className="error-text">{error}</p>
+        <button type="button" onClick={props.onSignOut}>
+          Use another token
+        </button>
+      </div>
+    )
+  if (workspaces?.length === 0)
+    return (
+      <div className="sign-in" data-empty="no-workspace">
+        <h1>No workspace yet</h1>
+        <p>
+          This token is not a member of any workspace. Create one in <a href="/graphql">GraphiQL</a> with{' '}
+          <code>mutation {'{'} createWorkspace(name: "Acme") {'{'} id {'}'} {'}'}</code>, then reload; or run <code>npm run demo</code> for a
+          seeded one.
+        </p>
         <button type="button" onClick={props.onSignOut}>
           Use another token
         </button>

@@ -6,7 +6,7 @@ import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
 import { SocketProxy } from '../support/socket-proxy.ts'
-import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, TaskStatusSummariesDocument, UpdateTaskDocument } from '../generated/graphql.ts'
+import { AddMessageDocument, CreateTaskDocument, CreateUserDocument, StartSessionDocument, TaskStatusSummariesDocument, UpdateTaskDocument } from '../generated/graphql.ts'
 
 const DESKTOP = { width: 1280, height: 800 }
 const PHONE = { width: 390, height: 844 }
@@ -98,6 +98,30 @@ describe('the task-switcher page in Chromium (sqlite, mock agents)', () => {
     await browser?.close()
     await server?.close()
   })
+
+  it('signs in with a token pasted once and kept in the browser; a token with no workspace says how to get one', async () => {
+    const context = await browser.newContext({ viewport: DESKTOP })
+    await blockOtherHosts(context)
+    const page = await context.newPage()
+    await page.goto(`${server.url}/`)
+    await page.getByLabel('Token').fill(token)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect.poll(() => page.locator('[data-switcher="desktop"] .task-row').count(), { timeout: 20_000 }).toBe(27)
+    await page.reload()
+    await expect.poll(() => page.locator('[data-switcher="desktop"] .task-row').count(), { timeout: 20_000 }).toBe(27)
+    expect(await page.getByLabel('Token').count()).toBe(0)
+
+    // A link with #token= signs in too, and the token leaves the address bar at once.
+    const lonely = (await ok(server.graphqlUrl, server.adminToken, CreateUserDocument, { name: 'Lonely' })).createUser.token
+    await page.goto(`${server.url}/#token=${encodeURIComponent(lonely)}`)
+    await page.locator('[data-empty="no-workspace"]').waitFor()
+    expect(new URL(page.url()).hash).toBe('')
+    expect(await page.evaluate(() => Object.values(localStorage))).toEqual([lonely])
+    await page.getByRole('button', { name: 'Use another token' }).click()
+    await page.getByLabel('Token').waitFor()
+    expect(await page.evaluate(() => localStorage.length)).toBe(0)
+    await context.close()
+  }, 120_000)
 
   it('shows 27 rows without subscribing to any session; 5 switches cost subscribe and complete frames in proportion to the switches', async () => {
     const { context, page, proxy, errors } = await openPage()
