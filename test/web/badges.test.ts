@@ -1,24 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { byActivity, primaryBadge, rowBadges } from '../../src/web/badges.ts'
 import type { StatusSummary } from '../../src/client/index.ts'
+import { summary as clientSummary } from '../client/harness.ts'
 
-function summary(overrides: Partial<StatusSummary> = {}): StatusSummary {
-  return {
-    id: 't1',
-    taskId: 't1',
-    revision: 1,
-    updatedAt: '2026-12-04T10:00:00.000Z',
-    lastActivityAt: '2026-12-04T10:00:00.000Z',
-    primarySession: { id: 's1', state: 'WAITING_FOR_INPUT' },
-    foregroundActivity: null,
-    pendingAction: null,
-    activeSubagentCount: 0,
-    activeError: null,
-    git: null,
-    pullRequest: null,
-    ...overrides,
-  } as StatusSummary
-}
+/** A summary with a primary session waiting for input, nothing else going on, then `overrides`. */
+const summary = (overrides: Partial<StatusSummary> = {}): StatusSummary =>
+  clientSummary('t1', 1, { lastActivityAt: '2026-12-04T10:00:00.000Z', primarySession: { id: 's1', state: 'WAITING_FOR_INPUT' }, ...overrides })
 
 describe('row precedence: permission > clarification > generating > background > coarse state', () => {
   it.each([
