@@ -15,7 +15,10 @@ export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
 export type Handlers = Record<string, (server: RunningServer, args: never) => unknown>
 
 /** Options the child passes to startServer: only data crosses the process boundary. */
-export type ChildStartOptions = Pick<StartOptions, 'multiplexSubscriptions' | 'deliveryLimits' | 'skipMigrations'>
+export type ChildStartOptions = Pick<StartOptions, 'multiplexSubscriptions' | 'deliveryLimits' | 'skipMigrations'> & {
+  /** Count every SQL statement the server sends (the built-in `statements` handler reads and resets it). */
+  countStatements?: boolean
+}
 
 interface StartMessage {
   env: Record<string, string>
@@ -91,7 +94,13 @@ async function runChild() {
   const { pino } = await import('pino')
   const start = await new Promise<StartMessage>((resolve) => process.once('message', resolve))
   const handlers: Handlers = start.handlers ? ((await import(start.handlers)) as { handlers: Handlers }).handlers : {}
-  const server = await startServer(loadConfig({ ...process.env, ...start.env }), { logger: pino({ level: 'silent' }), ...start.options })
+  let statements = 0
+  const { countStatements, ...options } = start.options ?? {}
+  const server = await startServer(loadConfig({ ...process.env, ...start.env }), {
+    logger: pino({ level: 'silent' }),
+    ...options,
+    ...(countStatements ? { onQuery: () => statements++ } : {}),
+  })
   const builtIn: Handlers = {
     /** Heap in use after full collections (several passes: finalizers free more on later ones). */
     heap: () => {
@@ -102,6 +111,12 @@ async function runChild() {
     tables: (s) => s.gateway.tableSizes(),
     subscriptions: (s) => s.gateway.connections().reduce((n, c) => n + c.subscriptions.size, 0),
     idle: (s) => s.projector.idle(),
+    /** Statements since the last call (with countStatements). */
+    statements: () => {
+      const counted = statements
+      statements = 0
+      return counted
+    },
   }
   process.on('message', (request: Request) => {
     if (request.name === 'stop') {

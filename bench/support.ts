@@ -44,3 +44,24 @@ export function forkServer<FromServer>(moduleUrl: string): { child: ChildProcess
   }
   return { child, reply }
 }
+
+/** GraphQL over HTTP as `token`: the data and the response's size in bytes; errors throw. */
+export async function httpGql<T>(url: string, token: string, query: string, variables: Record<string, unknown> = {}): Promise<{ data: T; bytes: number }> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query, variables }),
+  })
+  const raw = Buffer.from(await response.arrayBuffer())
+  const body = JSON.parse(raw.toString('utf8')) as { data?: T; errors?: unknown[] }
+  if (body.errors?.length || !body.data) throw new Error(`${response.status} ${JSON.stringify(body.errors)}`)
+  return { data: body.data, bytes: raw.length }
+}
+
+/** Sorted-sample quantile (nearest rank). */
+export const quantile = (samples: number[], q: number) => {
+  const sorted = [...samples].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
