@@ -29,7 +29,7 @@ export interface ScenarioResult {
 export const ratio = (value: number, baseline: number) => (baseline === 0 ? Infinity : value / baseline)
 
 export function formatValue(value: number, unit: string): string {
-  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2
+  const digits = Number.isInteger(value) || Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2
   return `${value.toFixed(digits)} ${unit}`.trim()
 }
 
