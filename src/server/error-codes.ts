@@ -2,6 +2,7 @@ import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedE
 import type { Plugin } from 'graphql-yoga'
 import type { ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
+import { isDatabaseSaturated } from '../store/db.ts'
 
 /** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
 export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -26,6 +27,7 @@ const REQUEST_ERROR_CODES = new Set([
 ])
 
 export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
+export const DATABASE_BUSY_MESSAGE = 'The database is too busy to serve this request now; retry shortly.'
 
 export type ErrorTransport = 'http' | 'ws'
 
@@ -72,10 +74,11 @@ export function withoutEchoedValues(error: GraphQLError): string {
   return message
 }
 
-function causedByNonGraphQLError(error: GraphQLError): boolean {
+/** The first cause that is not a GraphQLError (a resolver's own failure), if any. */
+function nonGraphQLCause(error: GraphQLError): unknown {
   for (let cause: unknown = error.originalError; cause; cause = (cause as GraphQLError).originalError)
-    if (!(cause instanceof GraphQLError)) return true
-  return false
+    if (!(cause instanceof GraphQLError)) return cause
+  return undefined
 }
 
 function contractCode(error: GraphQLError): ErrorCode {
@@ -107,7 +110,11 @@ export function toClientError(error: GraphQLError | GraphQLFormattedError, trans
       : http
   const internals = transport === 'http' ? { ...(status !== undefined && { http: status }), ...(unexpected !== undefined && { unexpected }) } : {}
   const location = { nodes: source.nodes, source: source.source, positions: source.positions, path: source.path }
-  if (causedByNonGraphQLError(source))
+  const cause = nonGraphQLCause(source)
+  // A saturated database rolled the work back: the client learns to retry, not that the server broke.
+  if (isDatabaseSaturated(cause))
+    return new GraphQLError(DATABASE_BUSY_MESSAGE, { ...location, extensions: { code: 'UNAVAILABLE', ...(transport === 'http' && status !== undefined && { http: status }) } })
+  if (cause !== undefined)
     return new GraphQLError(UNEXPECTED_ERROR_MESSAGE, {
       ...location,
       extensions: { code: 'INTERNAL_SERVER_ERROR', ...internals, ...(transport === 'http' && { unexpected: true }) },
