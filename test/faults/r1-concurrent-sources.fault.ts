@@ -125,13 +125,14 @@ describe('R1: 1,000 concurrent source events over 50 tasks through two instances
   })
 
   /**
-   * Event i: task i % 50 through instance i % 2, one of three kinds of source: a task update
+   * Event i: task i % 50 through instance ⌊i / 50⌋ % 2 (each task's events alternate between the
+   * instances, so their projectors race on it), one of three kinds of source: a task update
    * (activity time), a pull-request webhook delivery (pull-request aggregate) and a change of the
    * pull request's automation (autoFix / autoMerge). Answered UNAVAILABLE, it is sent again.
    */
   async function sourceEvent(i: number): Promise<{ done: boolean; attempts: number; codes: string[] }> {
     const task = i % TASKS
-    const instance = [a, b][i % 2]!
+    const instance = [a, b][Math.floor(i / TASKS) % 2]!
     const codes: string[] = []
     const delivery = randomUUID() // GitHub resends a delivery under its id
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
