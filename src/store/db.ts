@@ -26,9 +26,18 @@ export const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 10_000 } as const
  */
 const SATURATION_CODES: ReadonlySet<string> = new Set(['P2024', 'P2028', 'P2034', 'P2037'])
 
+/**
+ * pg's own errors when no connection is had within connectionTimeoutMillis: none frees up in the
+ * pool, or the server does not accept a new one in time. They have no code, and Prisma's pg adapter
+ * passes them on as they are for a query outside a transaction.
+ */
+const POOL_TIMEOUT_MESSAGES: ReadonlySet<string> = new Set(['timeout exceeded when trying to connect', 'Connection terminated due to connection timeout'])
+
 export function isDatabaseSaturated(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code
-  return (error as Error | null)?.name === 'PrismaClientKnownRequestError' && typeof code === 'string' && SATURATION_CODES.has(code)
+  if (!(error instanceof Error)) return false
+  const code = (error as { code?: unknown }).code
+  if (error.name === 'PrismaClientKnownRequestError') return typeof code === 'string' && SATURATION_CODES.has(code)
+  return code === undefined && POOL_TIMEOUT_MESSAGES.has(error.message)
 }
 
 export interface ConnectOptions {

@@ -3,6 +3,7 @@
 // INTERNAL_SERVER_ERROR ("the server broke"), which R1 (test/faults/r1-concurrent-sources.fault.ts)
 // met for 2–25 % of 1,000 writes in flight over two instances.
 import { GraphQLError } from 'graphql'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
 import { connectDatabase, isDatabaseSaturated, POSTGRES_POOL_SIZE, type Db } from '../../src/store/db.ts'
@@ -14,9 +15,11 @@ const fromResolver = (error: Error) => new GraphQLError(error.message, { path: [
 
 describe('a saturated database is UNAVAILABLE, other database failures stay INTERNAL_SERVER_ERROR (postgres)', () => {
   let db: Db
+  let url: string
 
   beforeAll(async () => {
-    db = await connectDatabase('postgres', await migratedDatabase('postgres'))
+    url = await migratedDatabase('postgres')
+    db = await connectDatabase('postgres', url)
   })
   afterAll(() => db?.$disconnect())
 
@@ -38,6 +41,24 @@ describe('a saturated database is UNAVAILABLE, other database failures stay INTE
     const [ws] = socketErrors([fromResolver(refused!)], () => undefined)
     expect(ws).toMatchObject({ message: DATABASE_BUSY_MESSAGE, extensions: { code: 'UNAVAILABLE' } })
     expect(JSON.stringify(ws)).not.toMatch(/P2028|Transaction API|prisma/i)
+  })
+
+  it('a query outside a transaction that gets no pool connection in time (pg-pool\'s own error) is UNAVAILABLE too', async () => {
+    // The pool the adapter uses, of one connection and a 1 s connect timeout instead of 10: the same error, raised by the same code.
+    const pool = new pg.Pool({ connectionString: url, max: 1, connectionTimeoutMillis: 1000 })
+    try {
+      const held = await pool.connect()
+      const timedOut = await pool.query('SELECT 1').then(
+        () => undefined,
+        (error: unknown) => error as Error,
+      )
+      held.release()
+      expect(timedOut?.message).toBe('timeout exceeded when trying to connect')
+      expect(isDatabaseSaturated(timedOut)).toBe(true)
+      expect(toClientError(fromResolver(timedOut!))).toMatchObject({ message: DATABASE_BUSY_MESSAGE, extensions: { code: 'UNAVAILABLE' } })
+    } finally {
+      await pool.end()
+    }
   })
 
   it('write conflicts, pool timeouts and the connection limit are UNAVAILABLE too; a constraint violation is not', async () => {
