@@ -1,5 +1,5 @@
 import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
-import type { Plugin } from 'graphql-yoga'
+import { maskError as yogaMaskError, type Plugin } from 'graphql-yoga'
 import type { ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
 import { isDatabaseSaturated } from '../store/db.ts'
@@ -81,6 +81,18 @@ function nonGraphQLCause(error: GraphQLError): unknown {
   return undefined
 }
 
+/**
+ * Yoga's error masking (both transports), which drops every cause that is not a GraphQLError, except
+ * a saturated database: the client learns to retry, not that the server broke. It must happen
+ * here, where the cause is still known.
+ */
+export const maskError: typeof yogaMaskError = (error, message, isDev) => {
+  const cause = error instanceof GraphQLError ? nonGraphQLCause(error) : error
+  if (!isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
+  const location = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {}
+  return new GraphQLError(DATABASE_BUSY_MESSAGE, { ...location, extensions: { code: 'UNAVAILABLE' } })
+}
+
 function contractCode(error: GraphQLError): ErrorCode {
   const code = error.extensions?.code
   if (typeof code === 'string' && CONTRACT_ERROR_CODES.has(code)) return code as ErrorCode
@@ -110,11 +122,7 @@ export function toClientError(error: GraphQLError | GraphQLFormattedError, trans
       : http
   const internals = transport === 'http' ? { ...(status !== undefined && { http: status }), ...(unexpected !== undefined && { unexpected }) } : {}
   const location = { nodes: source.nodes, source: source.source, positions: source.positions, path: source.path }
-  const cause = nonGraphQLCause(source)
-  // A saturated database rolled the work back: the client learns to retry, not that the server broke.
-  if (isDatabaseSaturated(cause))
-    return new GraphQLError(DATABASE_BUSY_MESSAGE, { ...location, extensions: { code: 'UNAVAILABLE', ...(transport === 'http' && status !== undefined && { http: status }) } })
-  if (cause !== undefined)
+  if (nonGraphQLCause(source) !== undefined)
     return new GraphQLError(UNEXPECTED_ERROR_MESSAGE, {
       ...location,
       extensions: { code: 'INTERNAL_SERVER_ERROR', ...internals, ...(transport === 'http' && { unexpected: true }) },
