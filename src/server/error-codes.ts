@@ -1,7 +1,8 @@
 import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
-import type { Plugin } from 'graphql-yoga'
+import { maskError as yogaMaskError, type Plugin } from 'graphql-yoga'
 import type { ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
+import { isDatabaseSaturated } from '../store/db.ts'
 
 /** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
 export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -26,6 +27,7 @@ const REQUEST_ERROR_CODES = new Set([
 ])
 
 export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
+export const DATABASE_BUSY_MESSAGE = 'The database is too busy to serve this request now; retry shortly.'
 
 export type ErrorTransport = 'http' | 'ws'
 
@@ -72,10 +74,23 @@ export function withoutEchoedValues(error: GraphQLError): string {
   return message
 }
 
-function causedByNonGraphQLError(error: GraphQLError): boolean {
+/** The first cause that is not a GraphQLError (a resolver's own failure), if any. */
+function nonGraphQLCause(error: GraphQLError): unknown {
   for (let cause: unknown = error.originalError; cause; cause = (cause as GraphQLError).originalError)
-    if (!(cause instanceof GraphQLError)) return true
-  return false
+    if (!(cause instanceof GraphQLError)) return cause
+  return undefined
+}
+
+/**
+ * Yoga's error masking (both transports), which drops every cause that is not a GraphQLError, except
+ * a saturated database: the client learns to retry, not that the server broke. It must happen
+ * here, where the cause is still known.
+ */
+export const maskError: typeof yogaMaskError = (error, message, isDev) => {
+  const cause = error instanceof GraphQLError ? nonGraphQLCause(error) : error
+  if (!isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
+  const location = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {}
+  return new GraphQLError(DATABASE_BUSY_MESSAGE, { ...location, extensions: { code: 'UNAVAILABLE' } })
 }
 
 function contractCode(error: GraphQLError): ErrorCode {
@@ -107,7 +122,7 @@ export function toClientError(error: GraphQLError | GraphQLFormattedError, trans
       : http
   const internals = transport === 'http' ? { ...(status !== undefined && { http: status }), ...(unexpected !== undefined && { unexpected }) } : {}
   const location = { nodes: source.nodes, source: source.source, positions: source.positions, path: source.path }
-  if (causedByNonGraphQLError(source))
+  if (nonGraphQLCause(source) !== undefined)
     return new GraphQLError(UNEXPECTED_ERROR_MESSAGE, {
       ...location,
       extensions: { code: 'INTERNAL_SERVER_ERROR', ...internals, ...(transport === 'http' && { unexpected: true }) },

@@ -9,7 +9,7 @@ import type { ConnectionScope } from '../delivery/connection.ts'
 import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
 import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
 import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
-import { errorCodesPlugin } from './error-codes.ts'
+import { errorCodesPlugin, maskError } from './error-codes.ts'
 import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
@@ -27,7 +27,7 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
     // Never an originalError or stack in a response, whatever NODE_ENV says (Yoga's dev mode adds them).
-    maskedErrors: { isDev: false },
+    maskedErrors: { isDev: false, maskError },
     maxRequestBodySize: OPERATION_LIMITS.maxRequestBodyBytes,
     logging: {
       debug: (...args) => logger.debug({ args: args.map(String) }, 'yoga'),

@@ -7,40 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { gql, gqlOk, killAll, metricValue, startInstance, type Instance } from '../support/instances.ts'
+import { addMessage, agentSaid, newTask, script, session, settled, startSession } from '../support/instance-sessions.ts'
 import { wsClient, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { SessionEventsDocument } from '../generated/graphql.ts'
 import { INSTANCE_ADMIN_TOKEN } from '../support/instances.ts'
-
-const START = 'mutation ($t: ID!, $p: String) { startSession(input: { taskId: $t, prompt: $p }) { id } }'
-const ADD =
-  'mutation ($t: ID!, $s: ID!, $m: ID!, $c: String!) { addMessage(input: { taskId: $t, sessionId: $s, clientMessageId: $m, content: $c }) { replayed message { id content } } }'
-const SESSION =
-  'query ($id: ID!) { session(id: $id) { state turns(last: 50) { id completedAt interrupted lifecycleOnly } messages(last: 500) { id author kind status content pendingId } } }'
-
-interface SessionShape {
-  state: string
-  turns: { id: string; completedAt: string | null; interrupted: boolean; lifecycleOnly: boolean }[]
-  messages: { id: string; author: string; kind: string; status: string | null; content: string; pendingId: string | null }[]
-}
-
-const script = (...steps: object[]) => JSON.stringify({ script: steps })
-
-async function newTask(instance: Instance): Promise<string> {
-  const { createWorkspace } = await gqlOk<{ createWorkspace: { id: string } }>(instance, 'mutation { createWorkspace(name: "w") { id } }')
-  const { createTask } = await gqlOk<{ createTask: { id: string } }>(instance, 'mutation ($w: ID!) { createTask(input: { workspaceId: $w, title: "t" }) { id } }', {
-    w: createWorkspace.id,
-  })
-  return createTask.id
-}
-
-const startSession = async (on: Instance, taskId: string, prompt?: string) =>
-  (await gqlOk<{ startSession: { id: string } }>(on, START, { t: taskId, p: prompt ?? null })).startSession.id
-const session = async (on: Instance, id: string) => (await gqlOk<{ session: SessionShape }>(on, SESSION, { id })).session
-const addMessage = (on: Instance, taskId: string, sessionId: string, content: string, clientMessageId = randomUUID()) =>
-  gql<{ addMessage: { replayed: boolean; message: { id: string } } }>(on, ADD, { t: taskId, s: sessionId, m: clientMessageId, c: content })
-const agentSaid = (s: SessionShape) => s.messages.filter((m) => m.author === 'AGENT' && m.kind === 'MESSAGE').map((m) => m.content)
-const settled = (s: SessionShape) => s.state === 'WAITING_FOR_INPUT' && s.turns.every((t) => t.completedAt !== null)
 
 describe('several instances on one PostgreSQL and one Redis', () => {
   const children: ChildProcess[] = []
