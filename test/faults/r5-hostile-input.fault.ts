@@ -195,7 +195,7 @@ describe('R5: hostile input against one server process (sqlite)', () => {
 
   it('oversized inputs: content over 256 KiB, huge variables, a document over its size, a body over the HTTP limit', async () => {
     const messagesBefore = await countMessages()
-    const add = (content: string, clientMessageId = randomUUID()) =>
+    const add = (content: string, clientMessageId: string = randomUUID()) =>
       post(alice.token, { query: print(AddMessageDocument), variables: { input: { taskId: alice.taskId, sessionId: alice.sessionId, clientMessageId, content } } })
     expectFieldRefused(await add('x'.repeat(256 * 1024 + 1)), 'addMessage', 'BAD_USER_INPUT')
     expectFieldRefused(await add('x'.repeat(1_500_000)), 'addMessage', 'BAD_USER_INPUT')

@@ -68,6 +68,8 @@ describe('R6: a client that stops reading (sqlite, one server process)', () => {
   it('is closed with 1013 within the keepalive interval, with bounded queues and memory, while another client is served as usual', { timeout: 180_000 }, async () => {
     const taskId = (await ok(server.url, token, CreateTaskDocument, { input: { workspaceId, title: 'noisy' } })).createTask.id
     const sessionId = (await ok(server.url, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    // The agent is up before the reader stalls: the flood starts at once, well inside the keepalive interval.
+    await eventually(async () => (await ok(server.url, token, SessionDetailDocument, { id: sessionId, last: 1 })).session?.state === 'WAITING_FOR_INPUT', 60_000)
 
     const stalled = await rawGraphqlWs(server.wsUrl, token)
     for (let i = 0; i < PANES; i++) stalled.send({ id: `pane-${i}`, type: 'subscribe', payload: { query: paneSubscription, variables: { sessionId } } })
