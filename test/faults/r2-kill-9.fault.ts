@@ -129,6 +129,8 @@ describe.each(PROVIDERS)('R2: kill -9 with %s under ten streaming sessions, rest
         store = await openStore(databaseUrl)
         step('restarted')
         const { listeningMs, readyMs } = second.startup
+        // The log line can trail /readyz through the pipe.
+        await eventually(() => second.server.output().stdout.includes('"startup recovery finished"'), 10_000)
         const migrationsMs = logged(second.server.output().stdout, 'migrations applied').ms as number
         // From the server's own log: assembling it after the migration check (connect, lease, …), then recovery and convergence.
         const phases = (stdout: string) => {
