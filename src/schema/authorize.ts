@@ -18,7 +18,8 @@ export async function requireWorkspaceMember(ctx: Context, workspaceId: string):
   requirePrincipal(ctx)
   const workspace = await ctx.loaders.workspace.load(workspaceId)
   if (!workspace) throw notFound('Workspace', workspaceId)
-  if (!(await ctx.loaders.isMember.load(workspaceId))) throw forbidden(`workspace ${workspaceId}`)
+  // The message names no id: a task or session id asked for would otherwise tell a non-member which workspace holds it.
+  if (!(await ctx.loaders.isMember.load(workspaceId))) throw forbidden('this workspace')
 }
 
 /** Loads a task the caller may read, or throws NOT_FOUND / FORBIDDEN. */

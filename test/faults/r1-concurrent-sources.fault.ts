@@ -12,7 +12,7 @@ import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { gqlOk, INSTANCE_ADMIN_TOKEN, killAll, startInstance, type Instance } from '../support/instances.ts'
 import { http, ok, wsClient, wsExecute, wsSubscribe, type Result } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
-import { summaryDrift, summaryStore } from '../support/summary-rebuild.ts'
+import { summaryDrift, openStore } from '../support/summary-rebuild.ts'
 import { sign } from '../../src/github/signature.ts'
 import {
   SetPullRequestAutomationDocument,
@@ -89,7 +89,7 @@ describe('R1: 1,000 concurrent source events over 50 tasks through two instances
     expect(outcomes.filter((o) => !o.done)).toEqual([])
 
     // Quiescence: both instances' projectors have caught up when every stored row equals a rebuild.
-    const store = await summaryStore(databaseUrl)
+    const store = await openStore(databaseUrl)
     try {
       await eventually(async () => (await summaryDrift(store, taskIds)).length === 0, 30_000).catch(() => undefined)
       expect(await summaryDrift(store, taskIds)).toEqual([])

@@ -9,7 +9,7 @@ import { migratedDatabase } from '../support/databases.ts'
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { killAll, startInstance, type Instance } from '../support/instances.ts'
 import { addMessage, agentSaid, newTask, session, settled, startSession } from '../support/instance-sessions.ts'
-import { summaryStore } from '../support/summary-rebuild.ts'
+import { openStore } from '../support/summary-rebuild.ts'
 import { eventually } from '../support/wait.ts'
 import type { Store } from '../../src/store/store.ts'
 
@@ -27,7 +27,7 @@ describe('R4: 100 concurrent retries of one clientMessageId over three instances
     const databaseUrl = await migratedDatabase('postgres')
     const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, RATE_LIMIT_MUTATIONS: '0', LOG_LEVEL: 'warn' }
     instances = await Promise.all(['A', 'B', 'C'].map((name) => startInstance(name, env, children)))
-    store = await summaryStore(databaseUrl)
+    store = await openStore(databaseUrl)
   })
   afterAll(async () => {
     killAll(children)

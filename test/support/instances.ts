@@ -3,7 +3,7 @@
 // or count exactly one instance's processes.
 import { execFileSync, type ChildProcess } from 'node:child_process'
 import { freePort } from './postgres-cluster.ts'
-import { spawnServer, type ServerProcess } from './process.ts'
+import { spawnServer, type ServerProcess, type StartupTimes } from './process.ts'
 import { scrapeMetric } from './metrics.ts'
 
 export const INSTANCE_ADMIN_TOKEN = 'instances-admin-token-0123456789'
@@ -12,7 +12,10 @@ export interface Instance {
   name: string
   port: number
   url: string
+  wsUrl: string
   server: ServerProcess
+  /** How long this start took to bind its port and to turn ready (process.ts). */
+  startup: StartupTimes
   /** Mock agent processes this instance runs (its child processes). */
   agents(): number
   /** kill -9 of the whole process group: the server and its agents die at once. */
@@ -25,13 +28,15 @@ export async function startInstance(name: string, env: Record<string, string>, c
   const server = spawnServer(['--import', 'tsx', 'src/main.ts'], { ADMIN_TOKEN: INSTANCE_ADMIN_TOKEN, ...env, PORT: String(port) }, children, {
     detached: true,
   })
-  await server.ready(port)
+  const startup = await server.ready(port)
   const pid = server.child.pid!
   return {
     name,
     port,
     url: `http://127.0.0.1:${port}/graphql`,
+    wsUrl: `ws://127.0.0.1:${port}/graphql`,
     server,
+    startup,
     agents: () => {
       try {
         return execFileSync('pgrep', ['-P', String(pid), '-f', 'mock-agent'], { encoding: 'utf8' }).trim().split('\n').length

@@ -2,11 +2,20 @@ import { spawn, type ChildProcess } from 'node:child_process'
 
 export const projectRoot = new URL('../..', import.meta.url).pathname
 
+export interface StartupTimes {
+  listeningMs: number
+  readyMs: number
+}
+
 export interface ServerProcess {
   child: ChildProcess
   exited: Promise<number | null>
-  /** Resolves once /readyz answers 200 on `port`; rejects if the process exits first. */
-  ready(port: number): Promise<void>
+  /**
+   * Resolves once /readyz answers 200 on `port`, with when the process first answered at all
+   * (its port bound: /readyz 503) and when it became ready, in ms after the spawn; rejects if
+   * the process exits first.
+   */
+  ready(port: number): Promise<StartupTimes>
   output(): { stdout: string; stderr: string }
 }
 
@@ -22,6 +31,7 @@ export function spawnServer(
   /** `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too. */
   options: { detached?: boolean } = {},
 ): ServerProcess {
+  const spawnedAt = performance.now()
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     detached: options.detached ?? false,
@@ -34,11 +44,15 @@ export function spawnServer(
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  const ready = async (port: number) => {
+  const ready = async (port: number): Promise<StartupTimes> => {
     let gone = false
     void exited.then(() => (gone = true))
+    let listeningAt: number | undefined
     // Polling a real process's readiness endpoint: there is no event to wait on across processes.
-    while ((await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)) !== 200) {
+    for (;;) {
+      const status = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)
+      if (status !== 0) listeningAt ??= performance.now()
+      if (status === 200) return { listeningMs: listeningAt! - spawnedAt, readyMs: performance.now() - spawnedAt }
       if (gone) throw new Error(`exited ${await exited}: ${stderr}`)
       await new Promise((r) => setTimeout(r, 50))
     }

@@ -10,20 +10,30 @@ export interface RedisServer {
   subscribers(channel: string): Promise<number>
   /** Drops every pub/sub client connection, as a network blip would. */
   killPubSubClients(): Promise<void>
+  /** kill -9 of redis-server: connections reset, the port refuses, whatever was published meanwhile is gone. */
+  crash(): Promise<void>
+  /** A new, empty redis-server on the same port, as after a crash and a supervisor's restart. */
+  restart(): Promise<void>
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
-  const port = await freePort()
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  )
-  const url = `redis://127.0.0.1:${port}`
+function spawnRedis(port: number): { child: ChildProcess; exited: Promise<void> } {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' })
+  return { child, exited: new Promise((resolve) => child.once('exit', () => resolve())) }
+}
+
+async function connectAdmin(url: string): Promise<Redis> {
   const admin = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: null, retryStrategy: (n) => (n > 100 ? null : 20) })
   admin.on('error', () => undefined) // refused until redis-server listens; ioredis retries
   await admin.connect().catch(() => undefined)
   await admin.ping()
+  return admin
+}
+
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freePort()
+  const url = `redis://127.0.0.1:${port}`
+  let server = spawnRedis(port)
+  let admin = await connectAdmin(url)
   return {
     url,
     async subscribers(channel) {
@@ -33,9 +43,18 @@ export async function startRedisServer(): Promise<RedisServer> {
     async killPubSubClients() {
       await admin.client('KILL', 'TYPE', 'pubsub')
     },
+    async crash() {
+      admin.disconnect()
+      server.child.kill('SIGKILL')
+      await server.exited
+    },
+    async restart() {
+      server = spawnRedis(port)
+      admin = await connectAdmin(url)
+    },
     async stop() {
       admin.disconnect()
-      child.kill('SIGKILL')
+      server.child.kill('SIGKILL')
     },
   }
 }

@@ -1,6 +1,8 @@
-// The summary read model checked against its definition: a full rebuild from the authoritative
-// rows (src/store/summary-sources.ts + src/summary/derive.ts), as the projector derives it.
-import type { DatabaseProvider } from '../../src/config/config.ts'
+// What "summaries equal a full rebuild" means to a test outside the server process: the stored
+// row of each task beside the payload derived afresh from the authoritative records, through the
+// same loader and derivation the projector uses, but with no stored value fed back in (the
+// projector passes the stored lastActivityAt as a floor; a rebuild from scratch must not need it).
+import { databaseProviderOf } from '../../src/config/config.ts'
 import { connectDatabase } from '../../src/store/db.ts'
 import { createStore, type Store } from '../../src/store/store.ts'
 import { readSummaryRows } from '../../src/store/summaries.ts'
@@ -8,36 +10,26 @@ import { loadSummaryInputs } from '../../src/store/summary-sources.ts'
 import { deriveSummary } from '../../src/summary/derive.ts'
 import { semanticJson } from '../../src/summary/semantic.ts'
 
-/** A store of its own on a database real server processes write (the test process reads it directly). */
-export async function summaryStore(databaseUrl: string, provider: DatabaseProvider = 'postgres'): Promise<Store> {
-  return createStore(await connectDatabase(provider, databaseUrl))
+/** A store on the database a server process uses (its own connection; close it with `db.$disconnect()`). */
+export async function openStore(databaseUrl: string): Promise<Store> {
+  return createStore(await connectDatabase(databaseProviderOf(databaseUrl), databaseUrl))
 }
 
-export interface SummaryDrift {
+export interface SummaryComparison {
   taskId: string
-  stored: string | null
-  rebuilt: string | null
+  /** The stored canonical payload and its revision (undefined: no row). */
+  stored?: { payload: string; revision: number }
+  rebuilt: string
 }
 
-/**
- * The tasks whose stored summary differs from a rebuild (or that have none). lastActivityAt is a
- * monotonic maximum over the stored value, so the rebuild starts from it, as the projector does.
- */
-export async function summaryDrift(store: Store, taskIds: readonly string[]): Promise<SummaryDrift[]> {
-  const rows = new Map((await readSummaryRows(store, taskIds)).map((r) => [r.taskId, r]))
-  const previous = new Map(
-    [...rows].map(([taskId, row]) => {
-      const at = (JSON.parse(row.payload) as { lastActivityAt: string | null }).lastActivityAt
-      return [taskId, at ? new Date(at) : null]
-    }),
-  )
-  const inputs = await loadSummaryInputs(store, taskIds, previous)
-  const drift: SummaryDrift[] = []
-  for (const taskId of taskIds) {
-    const taskInputs = inputs.get(taskId)
-    const rebuilt = taskInputs ? semanticJson(deriveSummary(taskInputs)) : null
-    const stored = rows.get(taskId)?.payload ?? null
-    if (stored !== rebuilt) drift.push({ taskId, stored, rebuilt })
-  }
-  return drift
+/** Each task's stored summary and the one a full rebuild derives now. */
+export async function summariesBesideRebuild(store: Store, taskIds: readonly string[]): Promise<SummaryComparison[]> {
+  const [rows, inputs] = await Promise.all([readSummaryRows(store, taskIds), loadSummaryInputs(store, taskIds)])
+  const stored = new Map(rows.map((r) => [r.taskId, { payload: r.payload, revision: r.revision }]))
+  return taskIds.map((taskId) => ({ taskId, stored: stored.get(taskId), rebuilt: semanticJson(deriveSummary(inputs.get(taskId)!)) }))
+}
+
+/** The tasks whose stored summary differs from a rebuild, or that have none. */
+export async function summaryDrift(store: Store, taskIds: readonly string[]): Promise<SummaryComparison[]> {
+  return (await summariesBesideRebuild(store, taskIds)).filter((c) => c.stored?.payload !== c.rebuilt)
 }
