@@ -87,9 +87,12 @@ export async function updateTask(store: Store, taskId: string, changes: TaskChan
         ...(changes.description !== undefined && { description: changes.description }),
         ...(step && { workflowStepId: step.id }),
         updatedAt: now,
-        lastActivityAt: now > current.lastActivityAt ? now : current.lastActivityAt,
       },
     })
+    // Compared in the row, not against `current`: a racing update that took an earlier time and
+    // commits later must not move the activity time back (R1 found that one).
+    await tx.task.updateMany({ where: { id: taskId, lastActivityAt: { lt: now } }, data: { lastActivityAt: now } })
+    if (updated.lastActivityAt < now) updated.lastActivityAt = now
     // A move to a terminal step is one of the three ways a task-owned launch error clears.
     if (step?.terminal && step.id !== current.workflowStepId) {
       await tx.taskLaunchError.updateMany({ where: { taskId, clearedAt: null }, data: { clearedAt: now } })
