@@ -138,9 +138,14 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 const capture = await captureAgentOutput(CHUNKS)
 if (rawDecode(capture.bytes).lines !== CHUNKS) throw new Error(`captured other than ${CHUNKS} updates`)
 
+/** BENCH_P3_PROFILE=<dir>: CPU profiles of the server and of its mock agents there (where the time goes). */
+const profileDir = process.env.BENCH_P3_PROFILE
+const profileArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []
+const [node, ...mockArgs] = MOCK_PROFILE.command as [string, ...string[]]
 const server = await startBenchServer({
   handlers: new URL('./p3-ingest-server.ts', import.meta.url),
-  execArgv: process.env.BENCH_P3_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_P3_PROFILE}`] : [],
+  execArgv: profileArgs,
+  env: profileDir ? { AGENT_PROFILES: JSON.stringify({ mock: { command: [node, ...profileArgs, ...mockArgs] } }) } : {},
 })
 try {
   const call = server.call as Call

@@ -32,6 +32,37 @@ interface Chunk {
 interface Run extends Chunk {
   line: string
   texts: string[]
+  /** Set when the run's first line is the chunk's canonical encoding: everything before its text. */
+  prefix: string | undefined
+}
+
+/** What encodes every field of the chunk but its text, which closes the line. */
+function encodedBeforeText({ sessionId, kind, messageId }: Chunk): string {
+  const update = messageId === undefined ? { sessionUpdate: kind } : { sessionUpdate: kind, messageId }
+  const line = JSON.stringify({ jsonrpc: '2.0', method: 'session/update', params: { sessionId, update: { ...update, content: { type: 'text', text: '' } } } })
+  return line.slice(0, -'""}}}}'.length)
+}
+
+/**
+ * The run's prefix when its first line is exactly the canonical encoding of its chunk (what the
+ * SDK, and JSON.stringify, write). A later line made of that prefix, one JSON string and the four
+ * closing braces is then the same notification with another text: only the text is parsed.
+ */
+function runPrefix(line: string, chunk: Chunk): string | undefined {
+  const prefix = encodedBeforeText(chunk)
+  return line === `${prefix}${JSON.stringify(chunk.text)}}}}}` ? prefix : undefined
+}
+
+/** The text of a line that continues a run with a known prefix; undefined when it is anything else. */
+function continuedText(line: string, prefix: string): string | undefined {
+  if (!line.startsWith(prefix) || !line.endsWith('}}}}')) return undefined
+  let text: unknown
+  try {
+    text = JSON.parse(line.slice(prefix.length, -4))
+  } catch {
+    return undefined
+  }
+  return typeof text === 'string' && text.length > 0 ? text : undefined
 }
 
 /** The chunk a line carries when it has exactly the plain shape; undefined for anything else. */
@@ -132,6 +163,11 @@ export class ChunkMerger {
     let run: Run | undefined
     for (let start = 0, end = text.indexOf('\n'); end !== -1; start = end + 1, end = text.indexOf('\n', start)) {
       const line = text.slice(start, end)
+      const continued = run?.prefix === undefined ? undefined : continuedText(line, run.prefix)
+      if (continued !== undefined) {
+        run!.texts.push(continued)
+        continue
+      }
       const chunk = plainChunk(line)
       if (chunk && run && chunk.sessionId === run.sessionId && chunk.kind === run.kind && (chunk.messageId ?? null) === (run.messageId ?? null)) {
         run.texts.push(chunk.text)
@@ -139,7 +175,7 @@ export class ChunkMerger {
       }
       if (run) lines.push(joinedLine(run))
       run = undefined
-      if (chunk) run = { ...chunk, line, texts: [chunk.text] }
+      if (chunk) run = { ...chunk, line, texts: [chunk.text], prefix: runPrefix(line, chunk) }
       else lines.push(line)
     }
     if (run) lines.push(joinedLine(run))

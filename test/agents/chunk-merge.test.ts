@@ -59,6 +59,24 @@ describe('ChunkMerger', () => {
     expect(out[6]).toBe(withMeta)
   })
 
+  it('reads only the text of lines that continue a canonically encoded run, and nothing that merely starts like one', () => {
+    const prefix = chunk('').slice(0, -'""}}}}'.length)
+    const injected = `${prefix}"b","annotations":null}}}}`
+    const number = `${prefix}7}}}}`
+    const spaced = chunk('d').replace('{"jsonrpc"', '{ "jsonrpc"')
+    const input = [chunk('a'), `${prefix}"\u0062"}}}}`, injected, chunk('c'), number, spaced, chunk('e'), `${prefix}""}}}}`, chunk('f')]
+    const out = outputLines(new ChunkMerger().push(lines(...input)))
+    expect(out.map((l) => ([injected, number].includes(l) ? l : parsed(l).params.update.content.text))).toEqual([
+      'ab', // an escaped text is still the text
+      injected, // a text followed by more fields is another shape: passed on, run ended
+      'c',
+      number,
+      'de', // a run may start with a line in another spacing: joined, each line parsed whole
+      '',
+      'f',
+    ])
+  })
+
   it('never joins across messages, kinds or sessions', () => {
     const input = [
       chunk('a'),
