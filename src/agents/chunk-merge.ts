@@ -1,17 +1,20 @@
 /**
  * Folds runs of adjacent text chunks of one message in an agent's output into one
  * session/update, before the ACP SDK reads the bytes. The SDK validates and dispatches each
- * message through several promise hops and two schema parses (its session-update router and the
- * handler's own), about ten times what decoding the line costs; per chunk, that was the ingest
- * path's limit. The coalescer concatenates adjacent chunks of a message anyway, so handing it a
- * run already joined changes no stored byte.
+ * message through several promise hops and two schema parses (its client app's session-update
+ * router, which runs ahead of every registered handler, and the handler's own), several times
+ * what decoding the line costs; per chunk, that was the ingest path's limit. It has no hook ahead
+ * of that router, so it is fed differently: the SDK still frames, validates and dispatches all
+ * the agent sent, in fewer messages. The coalescer concatenates adjacent chunks of a
+ * message anyway, so handing it a run already joined changes no stored byte.
  *
  * Only lines of the exact plain shape are folded: a notification with `jsonrpc`, `method` and
  * `params` and nothing else, whose params are `sessionId` and an `agent_message_chunk` or
  * `agent_thought_chunk` update of non-empty text content with at most a `messageId` besides. A
  * run is one session, kind and messageId, within one read of the pipe: nothing waits for more
  * input. Every other line (another update, a request, a response, a line that does not parse)
- * passes through byte for byte and ends the run, so order is kept and the SDK still answers
+ * passes through byte for byte (bytes that are not UTF-8 become U+FFFD, as the SDK's own
+ * decoding makes them) and ends the run, so order is kept and the SDK still answers
  * whatever it must. The joined notification is an ordinary one (the SDK validates it like any
  * other) and says in `_meta` how many chunks it carries, so chunk counts stay exact.
  */
