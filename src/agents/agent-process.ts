@@ -55,22 +55,24 @@ function inputWeight(input: AgentInput): number {
  * so a full handoff stops the SDK reading, the pipe fills and the agent's own writes block.
  * Each read reaches the SDK with its runs of plain text chunks joined (chunk-merge.ts).
  */
-function throttledInput(stdout: Readable, handoff: BoundedHandoff<AgentInput>): ReadableStream<Uint8Array> {
+export function throttledInput(stdout: Readable, handoff: BoundedHandoff<AgentInput>): ReadableStream<Uint8Array> {
   const chunks = stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
   const merger = new ChunkMerger()
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (!(await handoff.waitForSpace())) return controller.close()
-        const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }))
-        if (next.done) {
-          const rest = merger.end()
-          if (rest) controller.enqueue(new Uint8Array(rest))
-          return controller.close()
+        // A pull that enqueues nothing is not called again: a read that ends no line reads on.
+        for (;;) {
+          if (!(await handoff.waitForSpace())) return controller.close()
+          const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }))
+          if (next.done) {
+            const rest = merger.end()
+            if (rest) controller.enqueue(new Uint8Array(rest))
+            return controller.close()
+          }
+          const bytes = merger.push(next.value)
+          if (bytes.length > 0) return controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
         }
-        // A read that ends no line yields nothing yet; the stream pulls again.
-        const bytes = merger.push(next.value)
-        if (bytes.length > 0) controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
       },
       cancel() {
         stdout.destroy()
