@@ -25,8 +25,9 @@ export function createAgentMetrics(registry: Registry) {
     registers: [registry],
   })
   return {
-    chunkReceived(kind: StreamKind) {
-      chunksReceived.inc({ kind })
+    /** `count`: chunks the agent sent, joined into one update before the SDK (chunk-merge.ts). */
+    chunkReceived(kind: StreamKind, count = 1) {
+      chunksReceived.inc({ kind }, count)
     },
     published() {
       publications.inc()

@@ -13,6 +13,7 @@ import {
 import type { AgentProfile } from '../config/config.ts'
 import type { Logger } from '../observability/logger.ts'
 import { BoundedHandoff } from './bounded-handoff.ts'
+import { ChunkMerger, chunkCount } from './chunk-merge.ts'
 import {
   CLARIFY_METHOD,
   objectParams,
@@ -44,19 +45,34 @@ export class AgentLaunchError extends Error {
 
 export const HANDOFF_CAPACITY = 256
 
+/** Room an input takes in the handoff: a joined run of chunks weighs as many chunks as it carries. */
+function inputWeight(input: AgentInput): number {
+  return input.type === 'update' ? chunkCount(input.notification.update as { _meta?: Record<string, unknown> | null }) : 1
+}
+
 /**
  * stdout as a web stream that is read only while the handoff has room: the SDK pulls from it,
  * so a full handoff stops the SDK reading, the pipe fills and the agent's own writes block.
+ * Each read reaches the SDK with its runs of plain text chunks joined (chunk-merge.ts).
  */
-function throttledInput(stdout: Readable, handoff: BoundedHandoff<AgentInput>): ReadableStream<Uint8Array> {
+export function throttledInput(stdout: Readable, handoff: BoundedHandoff<AgentInput>): ReadableStream<Uint8Array> {
   const chunks = stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
+  const merger = new ChunkMerger()
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        if (!(await handoff.waitForSpace())) return controller.close()
-        const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }))
-        if (next.done) controller.close()
-        else controller.enqueue(new Uint8Array(next.value))
+        // A pull that enqueues nothing is not called again: a read that ends no line reads on.
+        for (;;) {
+          if (!(await handoff.waitForSpace())) return controller.close()
+          const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }))
+          if (next.done) {
+            const rest = merger.end()
+            if (rest) controller.enqueue(new Uint8Array(rest))
+            return controller.close()
+          }
+          const bytes = merger.push(next.value)
+          if (bytes.length > 0) return controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+        }
       },
       cancel() {
         stdout.destroy()
@@ -109,7 +125,7 @@ export class AgentProcess {
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('exit', (code, signal) => resolve({ code, signal })),
     )
-    const handoff = new BoundedHandoff<AgentInput>(HANDOFF_CAPACITY)
+    const handoff = new BoundedHandoff<AgentInput>(HANDOFF_CAPACITY, inputWeight)
     const app = client({ name: 'task-status-server' })
       .onNotification('session/update', ({ params }) => handoff.push({ type: 'update', notification: params }))
       .onRequest(

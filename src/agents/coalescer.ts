@@ -90,19 +90,24 @@ export class SessionCoalescer {
     return this.#queue.length
   }
 
-  /** One agent chunk. Synchronous: ordering is kept by the write queue. */
-  chunk(kind: StreamKind, text: string, agentMessageId?: string): void {
+  /**
+   * One agent chunk, or `count` adjacent chunks of one message already joined (chunk-merge.ts):
+   * the figures count the agent's chunks either way. Synchronous: ordering is kept by the write queue.
+   */
+  chunk(kind: StreamKind, text: string, agentMessageId?: string, count = 1): void {
     if (text.length === 0) return
-    this.stats.received++
+    this.stats.received += count
     const current = this.#current
     if (current && current.kind === kind && current.agentMessageId === agentMessageId) {
       current.unwritten += text
       current.pending++
-      this.stats.coalesced++
+      this.stats.coalesced += count
       this.#timer ??= this.scheduler.setTimeout(() => this.#publishWindow(), this.windowMs)
       return
     }
-    // A different message starts: what is pending of the previous one goes first.
+    // A different message starts: what is pending of the previous one goes first. Chunks joined
+    // behind its first one are folded into its creation.
+    this.stats.coalesced += count - 1
     this.#publishPending()
     const stream: Streaming = { kind, agentMessageId, id: undefined, unwritten: text, written: 0, pending: 0, updateQueued: false }
     this.#current = stream

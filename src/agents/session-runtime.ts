@@ -23,6 +23,7 @@ import { realScheduler, SessionCoalescer, type Scheduler, type StreamAppend, typ
 import { appendMessageContent } from '../store/messages.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import { retryWrite } from './retry-write.ts'
+import { chunkCount } from './chunk-merge.ts'
 import { errorFields } from '../observability/error-fields.ts'
 
 const TOOL_STATUS: Record<string, string> = {
@@ -232,8 +233,9 @@ export class SessionRuntime {
         if (update.content.type === 'text') {
           // A store slower than the agent holds the handoff here (and so the agent), not memory.
           await this.coalescer.room()
-          this.deps.metrics.chunkReceived(kind)
-          this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined)
+          const count = chunkCount(update)
+          this.deps.metrics.chunkReceived(kind, count)
+          this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined, count)
         }
         return
       }

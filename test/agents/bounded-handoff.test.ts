@@ -22,6 +22,22 @@ describe('BoundedHandoff', () => {
     expect(handoff.highWater).toBe(3)
   })
 
+  it('counts capacity by what items weigh: one heavy item fills it as its parts would have', async () => {
+    const handoff = new BoundedHandoff<{ parts: number }>(10, (item) => item.parts)
+    handoff.push({ parts: 4 })
+    handoff.push({ parts: 7 })
+    expect(handoff.size).toBe(11)
+    expect(handoff.highWater).toBe(11)
+    let room = false
+    const released = handoff.waitForSpace().then(() => (room = true))
+    await new Promise((r) => setImmediate(r))
+    expect(room).toBe(false) // 11 of 10 although only two items: the producer waits
+    const items = handoff.drain()
+    expect((await items.next()).value).toEqual({ parts: 4 })
+    await released
+    expect(handoff.size).toBe(7) // room again
+  })
+
   it('close() releases a waiting producer and ends the consumer after the items already queued', async () => {
     const handoff = new BoundedHandoff<string>(1)
     handoff.push('a')

@@ -85,6 +85,24 @@ describe('SessionCoalescer (100 ms windows, injected timers)', () => {
     expect(c.stats).toMatchObject({ received: 3000, coalesced: 2999 })
   })
 
+  it('counts the agent chunks of joined runs as if they had come one by one', async () => {
+    const time = manualScheduler()
+    const one = recordingSink(time)
+    const joined = recordingSink(time)
+    const single = new SessionCoalescer(one.sink, (e) => { throw e }, time.scheduler)
+    const runs = new SessionCoalescer(joined.sink, (e) => { throw e }, time.scheduler)
+    // Two messages: 5 chunks then 3, the first message's chunks joined 3 + 2, the second's all 3.
+    const chunks = [['a', 'b', 'c', 'd', 'e'], ['x', 'y', 'z']] as const
+    for (const [m, texts] of chunks.entries()) for (const t of texts) single.chunk('MESSAGE', t, `m${m}`)
+    runs.chunk('MESSAGE', 'abc', 'm0', 3)
+    runs.chunk('MESSAGE', 'de', 'm0', 2)
+    runs.chunk('MESSAGE', 'xyz', 'm1', 3)
+    await Promise.all([single.flush(), runs.flush()])
+    expect(runs.stats).toEqual({ ...single.stats, flushed: runs.stats.flushed })
+    expect(runs.stats).toMatchObject({ received: 8, coalesced: 6 })
+    expect([...joined.stored.values()]).toEqual(['abcde', 'xyz'])
+  })
+
   it('flushes pending content before a barrier, and a new message after the barrier gets its own record', async () => {
     const time = manualScheduler()
     const { sink, writes } = recordingSink(time)

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { Readable, Writable } from 'node:stream'
+import { Readable } from 'node:stream'
 import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext } from '@agentclientprotocol/sdk'
 import {
   CLARIFY_METHOD,
@@ -14,6 +14,7 @@ import {
   type SessionErrorData,
   type SubagentParams,
 } from '../extensions.ts'
+import { batchedOutput, chunkLines } from './batched-output.ts'
 
 type Step =
   | { say: string; chunks?: number }
@@ -75,9 +76,15 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
   if ('stream' in step) {
     const kind = step.stream.kind === 'message' ? 'agent_message_chunk' : 'agent_thought_chunk'
     const messageId = randomUUID()
+    // The load generator of the stream tests and benchmarks: each notification is the line the SDK
+    // would write for it (encoded alike, see chunkLines), queued behind everything the SDK wrote
+    // before (every earlier step awaited its sends) without the SDK's per-message promise chain,
+    // which would make this agent, not the server reading it, the limit of a fast stream.
+    const line = chunkLines(sessionId, kind, messageId)
     for (let i = 0; i < step.stream.count; i++) {
       if (cancelled.has(sessionId)) return
-      await client.notify('session/update', { sessionId, update: { sessionUpdate: kind, messageId, content: { type: 'text', text: `${i};` } } })
+      const full = output.write(line(`${i};`))
+      if (full) await full
     }
     return
   }
@@ -152,7 +159,11 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
   }
   if ('sleep' in step) return new Promise((resolve) => setTimeout(resolve, step.sleep))
   if ('error' in step) throw new RequestError(-32000, step.error.message, { code: step.error.code } satisfies SessionErrorData)
-  if ('crash' in step) process.exit(step.crash)
+  if ('crash' in step) {
+    // What the agent wrote before crashing reaches the server, as it would from an unbuffered agent.
+    output.flush()
+    process.exit(step.crash)
+  }
 }
 
 const app = agent({ name: 'tss-mock-agent' })
@@ -186,10 +197,6 @@ const app = agent({ name: 'tss-mock-agent' })
     return { stopReason: cancelled.has(params.sessionId) ? 'cancelled' : 'end_turn' }
   })
 
-const connection = app.connect(
-  ndJsonStream(
-    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
-    Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>,
-  ),
-)
+const output = batchedOutput(process.stdout)
+const connection = app.connect(ndJsonStream(output.stream, Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>))
 void connection.closed.then(() => process.exit(0))
