@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Logger } from '../observability/logger.ts'
 import type { Store } from '../store/store.ts'
 import { workspacesLinkedTo } from '../store/github-links.ts'
-import { recordWebhookDelivery } from '../store/pull-requests.ts'
+import { recordWebhookDelivery, webhookDeliverySeen } from '../store/pull-requests.ts'
 import { applyPullRequestChange } from './apply.ts'
 import { MalformedPayload, pullRequestDelivery } from './events.ts'
 import { validSignature } from './signature.ts'
@@ -27,7 +27,7 @@ async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
 /**
  * POST /webhooks/github. The signature is checked before anything is parsed; a bad signature
  * (401), a malformed body (400) or a missing secret (503) stores nothing. Deliveries are
- * de-duplicated by X-GitHub-Delivery; events other than pull_request, pull_request_review,
+ * de-duplicated by X-GitHub-Delivery once applied; events other than pull_request, pull_request_review,
  * check_suite and check_run are acknowledged with 202 and ignored. A delivery reaches only the
  * workspaces that link its repository; for a repository no workspace links it is acknowledged
  * with 202 and stored nowhere, not even as a processed delivery id.
@@ -63,9 +63,12 @@ export async function handleGithubWebhook(
   if (!delivery) return reply(res, 400, { error: 'X-GitHub-Delivery missing' })
   const workspaceIds = await workspacesLinkedTo(deps.store, described.repository)
   if (workspaceIds.length === 0) return reply(res, 202, { unlinked: true })
-  if (!(await recordWebhookDelivery(deps.store, delivery, event))) return reply(res, 200, { duplicate: true })
+  if (await webhookDeliverySeen(deps.store, delivery)) return reply(res, 200, { duplicate: true })
   for (const workspaceId of workspaceIds)
     for (const change of described.changes) await applyPullRequestChange(deps.store, workspaceId, change)
+  // Recorded once applied: a delivery that failed part-way is applied in full when it is redelivered
+  // (a change merged twice leaves the observation as once), instead of being dropped as a duplicate.
+  await recordWebhookDelivery(deps.store, delivery, event)
   deps.logger.info(
     { event, delivery, pullRequests: described.changes.length, workspaces: workspaceIds.length, action: 'github.webhook' },
     'webhook applied',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { connectDatabase } from '../store/db.ts'
+import { connectDatabase, isDatabaseSaturated } from '../store/db.ts'
 import { deployMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin } from '../store/users.ts'
@@ -200,7 +200,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       })
       .catch((error: unknown) => {
         logger.error({ err: error, path: req.url }, 'request failed')
-        if (!res.headersSent) res.writeHead(500).end()
+        if (res.headersSent) return
+        // A webhook the database was too busy for: the sender may redeliver it (nothing was recorded as processed).
+        if (isDatabaseSaturated(error)) res.writeHead(503, { 'retry-after': '1' }).end()
+        else res.writeHead(500).end()
       })
   }
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.

@@ -60,7 +60,12 @@ export function findTaskRepositoryOfPullRequest({ db }: Store, workspaceId: stri
   })
 }
 
-/** Records a webhook delivery id; false when it was processed before (GitHub redelivers). */
+/** Whether a delivery id was processed before (GitHub redelivers). */
+export async function webhookDeliverySeen({ db }: Store, id: string): Promise<boolean> {
+  return (await db.webhookDelivery.findUnique({ where: { id }, select: { id: true } })) !== null
+}
+
+/** Records a processed webhook delivery id; false when it was recorded already (a concurrent copy). */
 export async function recordWebhookDelivery({ db }: Store, id: string, event: string): Promise<boolean> {
   try {
     await db.webhookDelivery.create({ data: { id, event } })

@@ -11,29 +11,44 @@ import { http, wsClient, wsExecute } from '../support/client.ts'
 import { connectDatabase, isDatabaseSaturated, POSTGRES_POOL_SIZE, TRANSACTION_OPTIONS, type Db } from '../../src/store/db.ts'
 import { DATABASE_BUSY_MESSAGE, maskError, UNEXPECTED_ERROR_MESSAGE } from '../../src/server/error-codes.ts'
 import { Prisma } from '../../src/generated/postgres/client.ts'
-import { CreateWorkspaceDocument } from '../generated/graphql.ts'
+import { CreateWorkspaceDocument, LinkGitHubRepositoryDocument } from '../generated/graphql.ts'
+import { sign } from '../../src/github/signature.ts'
+
+const SECRET = 'saturation-secret'
 
 describe('a server whose database pool is exhausted answers UNAVAILABLE and changes nothing (postgres)', () => {
   let server: TestServer
 
   beforeAll(async () => {
-    server = await startTestServer('postgres')
+    server = await startTestServer('postgres', { env: { GITHUB_WEBHOOK_SECRET: SECRET } })
   })
   afterAll(() => server?.close())
 
-  it('over HTTP and over WebSocket', { timeout: 60_000 }, async () => {
+  it('over HTTP and over WebSocket; a GitHub delivery is refused with 503 and is not recorded as processed', { timeout: 60_000 }, async () => {
     const socket = await wsClient(server.wsUrl, server.adminToken)
+    const { id: workspaceId } = (await http(server.graphqlUrl, server.adminToken, CreateWorkspaceDocument, { name: 'linked' })).data!.createWorkspace
+    await http(server.graphqlUrl, server.adminToken, LinkGitHubRepositoryDocument, { workspaceId, repository: 'acme/busy' })
     const workspaces = await server.store.db.workspace.count()
+    const body = JSON.stringify({ action: 'opened', repository: { full_name: 'acme/busy' }, pull_request: { number: 1, html_url: 'https://github.com/acme/busy/pull/1', title: 'T', state: 'open', merged: false, draft: false, mergeable_state: 'clean', head: { ref: 'b' } } })
+    const webhook = () =>
+      fetch(`${server.url}/webhooks/github`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-github-event': 'pull_request', 'x-github-delivery': 'busy-1', 'x-hub-signature-256': sign(SECRET, body) },
+        body,
+      })
     // Every connection of the server's own pool busy for longer than a request waits for one.
     const holdSeconds = TRANSACTION_OPTIONS.maxWait / 1000 + 3
     const busy = Array.from({ length: POSTGRES_POOL_SIZE }, () =>
       server.store.db.$transaction((tx) => tx.$executeRaw`SELECT pg_sleep(${holdSeconds})`, { timeout: (holdSeconds + 10) * 1000 }),
     )
-    const [overHttp, overWs] = await Promise.all([
+    const [overHttp, overWs, delivered] = await Promise.all([
       http(server.graphqlUrl, server.adminToken, CreateWorkspaceDocument, { name: 'over http' }),
       wsExecute(socket, CreateWorkspaceDocument, { name: 'over ws' }),
+      webhook(),
     ])
     await Promise.all(busy)
+    expect([delivered.status, delivered.headers.get('retry-after')]).toEqual([503, '1'])
+    expect(await server.store.db.webhookDelivery.count()).toBe(0)
     for (const result of [overHttp, overWs]) {
       expect(result.errors).toEqual([expect.objectContaining({ message: DATABASE_BUSY_MESSAGE, extensions: { code: 'UNAVAILABLE' } })])
       expect(JSON.stringify(result)).not.toMatch(/timeout exceeded|P20\d\d|Transaction API|prisma|stack/i)
