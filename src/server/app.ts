@@ -4,7 +4,7 @@ import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
 import { connectDatabase, isDatabaseSaturated } from '../store/db.ts'
-import { deployMigrations } from '../store/migrate.ts'
+import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin } from '../store/users.ts'
 import { createMemoryPubSub } from '../pubsub/memory.ts'
@@ -113,12 +113,21 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const httpServer = createServer((req, res) => serve(req, res))
   const preflight = await runPreflight(config, httpServer, options.preflight)
 
+  if (config.databaseProvider === 'sqlite') ensureSqliteDirectory(config.databaseUrl)
+  const connect = () => connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery })
+  let db = await connect()
   if (!options.skipMigrations) {
     const started = performance.now()
-    await deployMigrations(config.databaseProvider, config.databaseUrl)
-    logger.info({ provider: config.databaseProvider, ms: Math.round(performance.now() - started) }, 'migrations applied')
+    const pending = await pendingMigrations(db, config.databaseProvider)
+    if (pending.length > 0) {
+      // The CLI takes the database for itself (SQLite's write lock): this connection waits outside.
+      await db.$disconnect()
+      await deployMigrations(config.databaseProvider, config.databaseUrl)
+      db = await connect()
+    }
+    const ms = Math.round(performance.now() - started)
+    logger.info({ provider: config.databaseProvider, pending: pending.length, ms }, pending.length > 0 ? 'migrations applied' : 'migrations up to date')
   }
-  const db = await connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery })
   const store = createStore(db, options.clock)
 
   const admin = await bootstrapAdmin(db, config.adminToken)

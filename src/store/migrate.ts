@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DatabaseProvider } from '../config/config.ts'
+import type { Db } from './db.ts'
 
 /**
  * The project folder holding the Prisma CLI configs, migrations and node_modules: found by walking
@@ -47,4 +48,31 @@ export async function deployMigrations(provider: DatabaseProvider, url: string):
   })
   if (code !== 0) throw new Error(`prisma migrate deploy failed (exit ${code}):\n${output}`)
   return output
+}
+
+/** The migrations this build ships for the provider: folder names, oldest first. */
+export function shippedMigrations(provider: DatabaseProvider): string[] {
+  const dir = path.join(root, 'prisma', provider, 'migrations')
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(path.join(dir, entry.name, 'migration.sql')))
+    .map((entry) => entry.name)
+    .sort()
+}
+
+/**
+ * Shipped migrations the database has not finished applying, read from Prisma's own
+ * `_prisma_migrations` table. A restart usually finds none, and then skips the CLI, whose start
+ * alone takes seconds on a busy machine (R2's readiness bound). No table, or a failed
+ * migration: everything it lacks is pending, and `prisma migrate deploy` decides (and reports).
+ */
+export async function pendingMigrations(db: Db, provider: DatabaseProvider): Promise<string[]> {
+  const shipped = shippedMigrations(provider)
+  let applied: { migration_name: string }[]
+  try {
+    applied = await db.$queryRawUnsafe('SELECT migration_name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL')
+  } catch {
+    return shipped // a database no migration has touched yet
+  }
+  const done = new Set(applied.map((row) => row.migration_name))
+  return shipped.filter((name) => !done.has(name))
 }

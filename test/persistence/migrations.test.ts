@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { deployMigrations } from '../../src/store/migrate.ts'
+import { deployMigrations, pendingMigrations, shippedMigrations } from '../../src/store/migrate.ts'
 import { connectDatabase } from '../../src/store/db.ts'
-import { emptyDatabase, PROVIDERS } from '../support/databases.ts'
+import { emptyDatabase, migratedDatabase, PROVIDERS } from '../support/databases.ts'
 
 const root = new URL('../..', import.meta.url).pathname
 
@@ -47,6 +47,23 @@ describe.each(PROVIDERS)('migrations (%s)', (provider) => {
       expect(await db.session.count()).toBe(0)
     } finally {
       await db.$disconnect()
+    }
+  })
+
+  it('a start on an up-to-date database finds nothing pending (no CLI run); a missing or failed migration is pending', async () => {
+    const shipped = shippedMigrations(provider)
+    expect(shipped.length).toBeGreaterThan(0)
+    const fresh = await connectDatabase(provider, await emptyDatabase(provider))
+    const migrated = await connectDatabase(provider, await migratedDatabase(provider))
+    try {
+      expect(await pendingMigrations(fresh, provider)).toEqual(shipped)
+      expect(await pendingMigrations(migrated, provider)).toEqual([])
+      const last = shipped.at(-1)!
+      // A migration that started and never finished is not applied: `migrate deploy` must see it (and report it).
+      await migrated.$executeRawUnsafe(`UPDATE _prisma_migrations SET finished_at = NULL WHERE migration_name = '${last}'`)
+      expect(await pendingMigrations(migrated, provider)).toEqual([last])
+    } finally {
+      await Promise.all([fresh.$disconnect(), migrated.$disconnect()])
     }
   })
 
