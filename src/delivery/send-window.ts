@@ -24,14 +24,13 @@ export interface SendWindowLimits {
 
 /** Probes outstanding at once: enough to keep a reader busy while earlier pongs travel back. */
 const MAX_PROBES = 4
+/** Acknowledgements the pace is measured across: several of a bursty reader's read-and-pause cycles. */
+const PACE_SPAN = 8
 
 interface Probe {
   payload: string
   /** Bytes written when the ping went out: its pong acknowledges up to here. */
   offset: number
-  /** Acknowledged bytes and the time they were, when the ping went out: the rate sample's start. */
-  fromBytes: number
-  fromTime: number
   /** The window held a frame back while this probe was out: its sample is the reader's pace, not ours. */
   limited: boolean
 }
@@ -39,8 +38,8 @@ interface Probe {
 export class SendWindow {
   #written = 0
   #acked = 0
-  /** When #acked last moved, or when the pipe last went from empty to busy. */
-  #ackedAt = 0
+  /** The last PACE_SPAN acknowledgements, oldest first: bytes, time, bytes, time, … */
+  readonly #acks: number[] = []
   /** Offset of the newest probe (bytes written before it). */
   #probed = 0
   readonly #probes: Probe[] = []
@@ -73,7 +72,8 @@ export class SendWindow {
   }
 
   wrote(bytes: number): void {
-    if (this.#written === this.#acked) this.#ackedAt = this.now()
+    // The first bytes start the clock the first pace is measured on.
+    if (this.#acks.length === 0) this.#acks.push(this.#acked, this.now())
     this.#written += bytes
   }
 
@@ -90,14 +90,16 @@ export class SendWindow {
     // Pongs come back in order: this one also answers every earlier probe.
     this.#probes.splice(0, index + 1)
     const now = this.now()
-    const sample = (probe.offset - probe.fromBytes) / Math.max(now - probe.fromTime, 1)
-    // A sample taken while we had less to send than the window only bounds the pace from below;
-    // one taken while the window held frames back is the pace, but falls at most by half per pong,
-    // so one sample stretched over an idle spell cannot pin a fast reader to the floor.
-    this.#rate = probe.limited ? Math.max(sample, this.#rate / 2) : Math.max(sample, this.#rate)
+    this.#acks.push(probe.offset, now)
+    if (this.#acks.length > 2 * PACE_SPAN) this.#acks.splice(0, 2)
+    // Measured across several acknowledgements: a reader that reads in bursts (a busy tab, a token
+    // bucket) answers at once after each read and not at all while it pauses; its pace is the mean.
+    const sample = (probe.offset - this.#acks[0]!) / Math.max(now - this.#acks[1]!, 1)
+    // A sample taken while we had less to send than the window (not limited) only bounds the pace
+    // from below: it may raise the estimate, never lower it.
+    if (probe.limited || sample > this.#rate) this.#rate = sample
     this.#size = Math.min(this.limits.ceiling, Math.max(this.limits.floor, Math.round(this.#rate * this.limits.targetDelayMs)))
     this.#acked = probe.offset
-    this.#ackedAt = now
     return true
   }
 
@@ -109,7 +111,7 @@ export class SendWindow {
   probe(): string | undefined {
     if (this.#probes.length >= MAX_PROBES || this.#written - this.#probed < this.#size / 2) return undefined
     const payload = (this.#nextProbe++).toString(36)
-    this.#probes.push({ payload, offset: this.#written, fromBytes: this.#acked, fromTime: this.#ackedAt, limited: !this.open })
+    this.#probes.push({ payload, offset: this.#written, limited: !this.open })
     this.#probed = this.#written
     return payload
   }

@@ -10,7 +10,7 @@ const frame = (label: string, bytes: number) => label.padEnd(bytes, '.')
  * when the kernel absorbs everything) and the reader reads `bytesPerMs`, answering each ping as
  * its parser reaches it, one tick later.
  */
-function simulatedPeer(rate: number, options: { answers?: boolean } = {}) {
+function simulatedPeer(rate: number, options: { answers?: boolean; slurp?: boolean } = {}) {
   let now = 0
   type Item = { frame: string; bytes: number; writtenAt: number } | { ping: string }
   const wire: Item[] = []
@@ -18,6 +18,7 @@ function simulatedPeer(rate: number, options: { answers?: boolean } = {}) {
   const pings: string[] = []
   let closed: { code: number } | undefined
   let partial = 0
+  let tokens = 0
   const socket: OutboundSocket = {
     bufferedAmount: 0,
     send(f, done) {
@@ -45,7 +46,11 @@ function simulatedPeer(rate: number, options: { answers?: boolean } = {}) {
     /** One millisecond: the reader reads its share, then its pongs reach the scheduler. */
     tick(scheduler: OutboundScheduler) {
       now++
-      let budget = this.bytesPerMs
+      // A slurping reader (bench/p2's token bucket) takes everything waiting (up to 64 KiB, one socket
+      // read) whenever it is not in debt, then pauses until its pace has paid for what it took.
+      tokens = options.slurp ? Math.min(this.bytesPerMs, tokens + this.bytesPerMs) : this.bytesPerMs
+      const allowance = options.slurp ? (tokens > 0 ? 64 * 1024 : 0) : tokens
+      let budget = allowance
       const pongs: string[] = []
       while (wire.length > 0) {
         const head = wire[0]!
@@ -56,6 +61,7 @@ function simulatedPeer(rate: number, options: { answers?: boolean } = {}) {
         }
         if (head.bytes - partial > budget) {
           partial += budget
+          budget = 0
           break
         }
         budget -= head.bytes - partial
@@ -63,6 +69,7 @@ function simulatedPeer(rate: number, options: { answers?: boolean } = {}) {
         wire.shift()
         read.push({ frame: head.frame, writtenAt: head.writtenAt, readAt: now })
       }
+      if (options.slurp) tokens -= allowance - budget
       if (options.answers !== false) for (const pong of pongs) scheduler.acknowledge(pong)
     },
   }
@@ -131,6 +138,15 @@ describe('the send window (acknowledged bytes in flight)', () => {
     // And the reader is kept busy: the pongs come back before it runs dry.
     const bytesRead = peer.read.reduce((n, r) => n + Buffer.byteLength(r.frame), 0)
     expect(bytesRead).toBeGreaterThan(0.9 * 256 * 3000)
+  })
+
+  it('sizes the window to a bursty reader’s mean pace, not the speed of its bursts', () => {
+    // 256 KB/s on average, but whatever waits at once after each pause.
+    const peer = simulatedPeer(256, { slurp: true })
+    const scheduler = new OutboundScheduler(peer.socket, limits(), {}, peer.clock)
+    const delays = flood(peer, scheduler, 3000)
+    expect(scheduler.window!.size).toBeLessThan(256 * 20 * 2)
+    expect(Math.max(...delays.slice(10))).toBeLessThanOrEqual(3 * window.targetDelayMs)
   })
 
   it('(baseline) without the window the same reader’s control frames wait behind everything the socket took', () => {
