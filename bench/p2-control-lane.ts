@@ -19,9 +19,9 @@ const INTERVAL_MS = 20
 /** Requests measured without a flood (10 s of them), and the bounds of every run. */
 const IDLE_SAMPLES = Number(process.env.BENCH_P2_IDLE_SAMPLES ?? 500)
 const MAX_SAMPLES = 6_000
-const RUN_LIMIT_MS = 120_000
+const RUN_LIMIT_MS = 60_000
 /** Responses still missing this long after the last request count with the age they reached. */
-const DRAIN_LIMIT_MS = 30_000
+const DRAIN_LIMIT_MS = 15_000
 const WARMUP_REQUESTS = 25
 /** A short stream first, so that both servers have compiled the streaming paths before measuring. */
 const WARMUP_CHUNKS = 1_000
