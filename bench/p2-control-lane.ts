@@ -204,7 +204,7 @@ report({
     describe('lanes, whole content', lanes.content),
     describe('plain FIFO, whole content', fifo.content),
     `Lanes: a response waits for the send window (bytes written, not yet acknowledged by a pong), sized to the reader's pace × ` +
-      `${DEFAULT_LIMITS.sendWindow!.targetDelayMs} ms (it stood at ${settled(lanes.append)} with appends, ${settled(lanes.content)} with whole content, ` +
+      `${DEFAULT_LIMITS.sendWindow?.targetDelayMs ?? "(no window)"} ms (it stood at ${settled(lanes.append)} with appends, ${settled(lanes.content)} with whole content, ` +
       `50 requests into the flood), plus at most one frame already written, plus the reader's own pause (its token bucket waits out each read that overdraws it).`,
     `Appends: the stream adds far less than 256 KB/s (the KiB/s above), so the reader keeps up and what remains is the server's CPU, shared with the agent ` +
       `and the flood's own work on 2 cores (idle has neither).`,
