@@ -11,7 +11,11 @@
  * A semantic frame of a session is a barrier: that session's replaceables queued before it are
  * written before it, and none queued after it overtakes it. The barrier flushes them from the
  * session's own replaceable queue (at most its allowance), so they never take semantic room.
+ * Semantic and replaceable frames also wait for the send window (send-window.ts): the bytes the
+ * peer has not yet acknowledged reading stay about `targetDelayMs` of its pace, so a control frame
+ * is not written behind megabytes held by the kernel. Control frames never wait for it.
  */
+import { SendWindow, type SendWindowLimits } from './send-window.ts'
 
 export type FrameClass = 'control' | 'semantic' | 'replaceable'
 
@@ -24,6 +28,8 @@ export interface SchedulerLimits {
   semanticBurst: number
   /** Bytes the socket may hold unsent before the scheduler stops writing (backpressure). */
   socketHighWater: number
+  /** Acknowledged send window for semantic and replaceable frames; absent: only socketHighWater bounds writes. */
+  sendWindow?: SendWindowLimits
   /**
    * Baseline for measurements only: one unbounded first-in-first-out queue, no classes, no
    * replacement (what a plain graphql-ws server does).
@@ -38,6 +44,9 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   replaceablePerConnection: 256,
   semanticBurst: 8,
   socketHighWater: 64 * 1024,
+  // 20 ms of a 256 KB/s reader is 5 KB. The ceiling only caps a reader that keeps pace: with
+  // pongs back within a few ms, 1 MiB in flight is well beyond what one connection takes here.
+  sendWindow: { floor: 4 * 1024, ceiling: 1024 * 1024, targetDelayMs: 20 },
 }
 
 /** The socket as the scheduler sees it. */
@@ -46,6 +55,8 @@ export interface OutboundSocket {
   readonly bufferedAmount: number
   /** Writes one frame; `done` runs once it left the process (or failed). */
   send(frame: string, done: () => void): void
+  /** Writes a ping with this payload after the frames written so far (the peer pongs it back once it read them). */
+  ping(payload: string): void
   close(code: number, reason: string): void
 }
 
@@ -98,12 +109,29 @@ export class OutboundScheduler {
   #semanticStreak = 0
   #closed = false
   #writing = false
+  /** Absent in FIFO mode: the baseline is a plain queue. */
+  readonly #window: SendWindow | undefined
 
   constructor(
     private readonly socket: OutboundSocket,
     private readonly limits: SchedulerLimits = DEFAULT_LIMITS,
     private readonly events: SchedulerEvents = {},
-  ) {}
+    now: () => number = () => performance.now(),
+  ) {
+    if (limits.sendWindow && !limits.fifo) this.#window = new SendWindow(limits.sendWindow, now)
+  }
+
+  /** The send window's size and bytes in flight (tests and the bench read them). */
+  get window(): { size: number; inFlight: number } | undefined {
+    return this.#window && { size: this.#window.size, inFlight: this.#window.inFlight }
+  }
+
+  /** The peer answered a ping with this payload: bytes before the ping were read. */
+  acknowledge(payload: string): void {
+    if (this.#closed || !this.#window?.acknowledge(payload)) return
+    this.#probe()
+    this.pump()
+  }
 
   get depth(): Record<FrameClass, number> {
     return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#replaceableCount }
@@ -196,15 +224,28 @@ export class OutboundScheduler {
         const next = this.#next()
         if (next === undefined) return
         this.socket.send(next, () => this.pump())
+        if (this.#window) {
+          this.#window.wrote(Buffer.byteLength(next))
+          this.#probe()
+        }
       }
     } finally {
       this.#writing = false
     }
   }
 
+  #probe(): void {
+    const payload = this.#window!.probe()
+    if (payload !== undefined) this.socket.ping(payload)
+  }
+
   #next(): string | undefined {
     const control = this.#control.shift()
     if (control !== undefined) return control
+    if (this.#window && !this.#window.open) {
+      if (this.#semantic.length > 0 || this.#replaceableCount > 0) this.#window.held()
+      return undefined
+    }
     const preferReplaceable = this.#semanticStreak >= this.limits.semanticBurst || this.#semantic.length === 0
     if (preferReplaceable) {
       const replaceable = this.#nextReplaceable()

@@ -217,6 +217,7 @@ export function attachDeliveryGateway(options: {
           return socket.bufferedAmount
         },
         send: (frame, done) => socket.send(frame, () => done()),
+        ping: (payload) => socket.ping(payload),
         close: (code, reason) => {
           // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
           if (socket.readyState === socket.OPEN) connection.closedByServer(code, { refusal: connection.refusal })
@@ -247,7 +248,11 @@ export function attachDeliveryGateway(options: {
     const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
     const timers = options.keepalive?.timers ?? realScheduler
     let answered = true
-    socket.on('pong', () => (answered = true))
+    // Keepalive pings carry no payload; the scheduler's window probes do (send-window.ts). Any pong proves the peer alive.
+    socket.on('pong', (payload: Buffer) => {
+      answered = true
+      if (payload.length > 0) scheduler.acknowledge(payload.toString('latin1'))
+    })
     const keepalive = () => {
       if (socket.readyState !== socket.OPEN) return
       if (!answered) {

@@ -15,6 +15,7 @@ function fakeSocket() {
       pending.push(done)
     },
     close: () => undefined,
+    ping: () => undefined,
   }
   return {
     socket,

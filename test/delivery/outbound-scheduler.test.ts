@@ -17,6 +17,7 @@ function fakeSocket(highWater = 1) {
     close(code, reason) {
       closed = { code, reason }
     },
+    ping: () => undefined,
   }
   return {
     socket,

@@ -51,6 +51,29 @@ export async function rawGraphqlWs(url: string, token: string) {
     resumeReading() {
       ;(socket as unknown as { _socket: Socket })._socket.resume()
     },
+    /**
+     * Reads the TCP socket at about `bytesPerSecond` (a slow link or a busy tab): a token bucket of
+     * `burstBytes`; a chunk that overdraws it pauses reading for the overdrawn bytes' worth of time.
+     * No fixed per-frame delay, so small frames pass at once while the budget lasts.
+     */
+    throttleReading(bytesPerSecond: number, burstBytes = 16 * 1024) {
+      const tcp = (socket as unknown as { _socket: Socket })._socket
+      let tokens = burstBytes
+      let last = performance.now()
+      let resume: ReturnType<typeof setTimeout> | undefined
+      tcp.on('data', (chunk: Buffer) => {
+        const now = performance.now()
+        tokens = Math.min(burstBytes, tokens + ((now - last) * bytesPerSecond) / 1000) - chunk.length
+        last = now
+        if (tokens >= 0 || resume) return
+        tcp.pause()
+        resume = setTimeout(() => {
+          resume = undefined
+          tcp.resume()
+        }, (-tokens * 1000) / bytesPerSecond)
+      })
+      socket.once('close', () => clearTimeout(resume))
+    },
     /** Resolves when a frame matches (or the socket closed). */
     async waitFor(match: (frame: Frame) => boolean): Promise<Frame | undefined> {
       for (;;) {

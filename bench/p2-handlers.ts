@@ -1,0 +1,17 @@
+// P2's requests of the server process (bench/server-process.ts): seeding through the store and the
+// send windows the scheduler settled on.
+import type { RunningServer } from '../src/server/app.ts'
+import { createTask } from '../src/store/tasks.ts'
+import { createWorkspace } from '../src/store/workspaces.ts'
+
+export const handlers = {
+  /** A workspace of the admin with one task; the scenario starts its sessions over GraphQL. */
+  seed: async (server: RunningServer) => {
+    const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
+    const workspace = await createWorkspace(server.store, 'p2', admin.id)
+    const task = await createTask(server.store, { workspaceId: workspace.id, title: 'control lane' })
+    return { taskId: task.id }
+  },
+  /** Every open connection's send window (absent in FIFO mode). */
+  windows: (server: RunningServer) => server.gateway.connections().map((c) => c.scheduler.window ?? null),
+}

@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+
+const window = { floor: 1000, ceiling: 1_000_000, targetDelayMs: 20 }
+const limits = (overrides: Partial<SchedulerLimits> = {}): SchedulerLimits => ({ ...DEFAULT_LIMITS, sendWindow: window, ...overrides })
+const frame = (label: string, bytes: number) => label.padEnd(bytes, '.')
+
+/**
+ * A peer on a simulated clock: the socket takes every write at once (ws's buffer stays empty, as
+ * when the kernel absorbs everything) and the reader reads `bytesPerMs`, answering each ping as
+ * its parser reaches it, one tick later.
+ */
+function simulatedPeer(rate: number, options: { answers?: boolean; slurp?: boolean } = {}) {
+  let now = 0
+  type Item = { frame: string; bytes: number; writtenAt: number } | { ping: string }
+  const wire: Item[] = []
+  const read: { frame: string; writtenAt: number; readAt: number }[] = []
+  const pings: string[] = []
+  let closed: { code: number } | undefined
+  let partial = 0
+  let tokens = 0
+  const socket: OutboundSocket = {
+    bufferedAmount: 0,
+    send(f, done) {
+      wire.push({ frame: f, bytes: Buffer.byteLength(f), writtenAt: now })
+      done()
+    },
+    ping(payload) {
+      pings.push(payload)
+      wire.push({ ping: payload })
+    },
+    close: (code) => void (closed = { code }),
+  }
+  return {
+    socket,
+    read,
+    pings,
+    bytesPerMs: rate,
+    get closed() {
+      return closed
+    },
+    get now() {
+      return now
+    },
+    clock: () => now,
+    /** One millisecond: the reader reads its share, then its pongs reach the scheduler. */
+    tick(scheduler: OutboundScheduler) {
+      now++
+      // A slurping reader (bench/p2's token bucket) takes everything waiting (up to 64 KiB, one socket
+      // read) whenever it is not in debt, then pauses until its pace has paid for what it took.
+      tokens = options.slurp ? Math.min(this.bytesPerMs, tokens + this.bytesPerMs) : this.bytesPerMs
+      const allowance = options.slurp ? (tokens > 0 ? 64 * 1024 : 0) : tokens
+      let budget = allowance
+      const pongs: string[] = []
+      while (wire.length > 0) {
+        const head = wire[0]!
+        if ('ping' in head) {
+          pongs.push(head.ping)
+          wire.shift()
+          continue
+        }
+        if (head.bytes - partial > budget) {
+          partial += budget
+          budget = 0
+          break
+        }
+        budget -= head.bytes - partial
+        partial = 0
+        wire.shift()
+        read.push({ frame: head.frame, writtenAt: head.writtenAt, readAt: now })
+      }
+      if (options.slurp) tokens -= allowance - budget
+      if (options.answers !== false) for (const pong of pongs) scheduler.acknowledge(pong)
+    },
+  }
+}
+
+describe('the send window (acknowledged bytes in flight)', () => {
+  it('holds semantic frames once a window is unacknowledged, writes control frames at once, and resumes on the probe’s pong only', () => {
+    const peer = simulatedPeer(0, { answers: false })
+    const scheduler = new OutboundScheduler(peer.socket, limits(), {}, peer.clock)
+    for (let i = 0; i < 50; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 100))
+    peer.tick(scheduler) // nothing read, nothing answered
+    // 1,000 bytes in flight: 10 frames, a probe after each half window.
+    expect(scheduler.window).toEqual({ size: 1000, inFlight: 1000 })
+    expect(peer.pings).toHaveLength(2)
+    expect(scheduler.depth.semantic).toBe(40)
+
+    scheduler.enqueueControl('result')
+    expect(scheduler.depth).toMatchObject({ control: 0, semantic: 40 })
+
+    // A keepalive pong (no payload) or a payload that was never sent acknowledges nothing.
+    scheduler.acknowledge('')
+    scheduler.acknowledge('zz')
+    expect(scheduler.depth.semantic).toBe(40)
+
+    scheduler.acknowledge(peer.pings[0]!)
+    expect(scheduler.depth.semantic).toBeLessThan(40)
+    expect(scheduler.window!.inFlight).toBeLessThan(scheduler.window!.size + 100)
+  })
+
+  it('a peer that never answers leaves its frames queued under the existing bounds: the semantic lane overflows with 1013', () => {
+    const peer = simulatedPeer(0, { answers: false })
+    const closes: string[] = []
+    const scheduler = new OutboundScheduler(peer.socket, limits({ semantic: 4 }), { overflowClosed: (c) => closes.push(c) }, peer.clock)
+    for (let i = 0; i < 8; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 250))
+    expect(peer.closed).toBeUndefined()
+    expect(scheduler.depth.semantic).toBe(4)
+    scheduler.enqueueSemantic(frame('one too many', 250))
+    expect(peer.closed).toEqual({ code: 1013 })
+    expect(closes).toEqual(['semantic'])
+  })
+
+  /**
+   * Offers 800 bytes of semantic frames a ms (more than the slow reader takes; the lane's own
+   * bound caps what waits) for `ms` and a control frame every 20 ms; returns the control frames'
+   * delays from written to read.
+   */
+  function flood(peer: ReturnType<typeof simulatedPeer>, scheduler: OutboundScheduler, ms: number) {
+    const delays: number[] = []
+    for (let t = 0; t < ms; t++) {
+      for (let i = 0; i < 4 && scheduler.depth.semantic < 16; i++) scheduler.enqueueSemantic(frame('sem', 200))
+      if (t % 20 === 0) scheduler.enqueueControl(`control ${t}`)
+      peer.tick(scheduler)
+    }
+    for (const r of peer.read) if (r.frame.startsWith('control')) delays.push(r.readAt - r.writtenAt)
+    return delays
+  }
+
+  it('sizes the window to a slow reader’s pace × the target delay, so a control frame is read within about that delay', () => {
+    const peer = simulatedPeer(256) // 256 KB/s
+    const scheduler = new OutboundScheduler(peer.socket, limits(), {}, peer.clock)
+    const delays = flood(peer, scheduler, 3000)
+    // 256 bytes/ms × 20 ms.
+    expect(scheduler.window!.size).toBeGreaterThan(256 * 20 * 0.6)
+    expect(scheduler.window!.size).toBeLessThan(256 * 20 * 1.6)
+    expect(Math.max(...delays.slice(10))).toBeLessThanOrEqual(2 * window.targetDelayMs)
+    // And the reader is kept busy: the pongs come back before it runs dry.
+    const bytesRead = peer.read.reduce((n, r) => n + Buffer.byteLength(r.frame), 0)
+    expect(bytesRead).toBeGreaterThan(0.9 * 256 * 3000)
+  })
+
+  it('sizes the window to a bursty reader’s mean pace, not the speed of its bursts', () => {
+    // 256 KB/s on average, but whatever waits at once after each pause.
+    const peer = simulatedPeer(256, { slurp: true })
+    const scheduler = new OutboundScheduler(peer.socket, limits(), {}, peer.clock)
+    const delays = flood(peer, scheduler, 3000)
+    expect(scheduler.window!.size).toBeLessThan(256 * 20 * 2)
+    expect(Math.max(...delays.slice(10))).toBeLessThanOrEqual(3 * window.targetDelayMs)
+  })
+
+  it('(baseline) without the window the same reader’s control frames wait behind everything the socket took', () => {
+    const peer = simulatedPeer(256)
+    const scheduler = new OutboundScheduler(peer.socket, limits({ sendWindow: undefined }), {}, peer.clock)
+    const delays = flood(peer, scheduler, 3000)
+    expect(Math.max(...delays)).toBeGreaterThan(1000)
+  })
+
+  it('grows to the ceiling for a reader that keeps pace, and shrinks again when it slows down', () => {
+    const peer = simulatedPeer(200_000) // 200 MB/s: 20 ms of it is beyond the ceiling
+    const scheduler = new OutboundScheduler(peer.socket, limits(), {}, peer.clock)
+    for (let t = 0; t < 50; t++) {
+      for (let i = 0; i < 400 && scheduler.depth.semantic < 200; i++) scheduler.enqueueSemantic(frame('sem', 10_000))
+      peer.tick(scheduler)
+    }
+    expect(scheduler.window!.size).toBe(window.ceiling)
+    peer.bytesPerMs = 256
+    flood(peer, scheduler, 20_000)
+    expect(scheduler.window!.size).toBeLessThan(256 * 20 * 1.6)
+  })
+
+  it('in FIFO mode (the baseline) writes everything at once and sends no probe', () => {
+    const peer = simulatedPeer(0, { answers: false })
+    const scheduler = new OutboundScheduler(peer.socket, limits({ fifo: true }), {}, peer.clock)
+    for (let i = 0; i < 50; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 100))
+    expect(scheduler.depth.semantic).toBe(0)
+    expect(peer.pings).toEqual([])
+    expect(scheduler.window).toBeUndefined()
+  })
+})
