@@ -16,6 +16,14 @@ import {
 
 const flood = (count: number) => JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }] })
 const FLOOD = 120_000
+/**
+ * The mock streams as fast as the transport takes it, a second or so for the whole flood, and a
+ * plain FIFO hands everything to the kernel, whose socket buffers hold megabytes: the same stream
+ * followed this many times on the stalled connection makes a backlog larger than they absorb, so
+ * the baseline really has one to queue behind. (The lanes server's send window keeps its backlog
+ * in the scheduler with one follower; its semantic queue of 16 would not take twelve.)
+ */
+const FIFO_FOLLOWERS = 12
 const limits = { ...DEFAULT_LIMITS, control: 8, semantic: 16, socketHighWater: 64 * 1024 }
 
 describe('delivery under notification pressure (sqlite, real mock agents)', () => {
@@ -52,12 +60,12 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
    * is queued on the server; then a request of another session is answered while the reader is
    * still stalled. Returns the response and the noisy TurnCompleted in arrival order.
    */
-  async function urgentRequestBehindBacklog(on: TestServer) {
+  async function urgentRequestBehindBacklog(on: TestServer, followers = 1) {
     const noisy = await newSession('noisy', on)
     const selected = await newSession('selected', on)
     const client = await rawGraphqlWs(on.wsUrl, noisy.token)
-    client.subscribe('noisy', SessionEventsDocument, { sessionId: noisy.sessionId })
-    await client.waitFor((f) => f.id === 'noisy')
+    for (let k = 0; k < followers; k++) client.subscribe(k === 0 ? 'noisy' : `noisy-${k}`, SessionEventsDocument, { sessionId: noisy.sessionId })
+    await client.waitFor((f) => f.id === (followers === 1 ? 'noisy' : `noisy-${followers - 1}`))
     client.pauseReading()
     await ok(on.graphqlUrl, noisy.token, AddMessageDocument, addMessage(noisy, flood(FLOOD)).variables)
     // The noisy turn ends on the server while its notifications are still queued for the stalled reader.
@@ -81,7 +89,7 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
   }, 120_000) // a 120,000-chunk stream through a stalled socket: generous on a loaded 2-core machine
 
   it('(baseline) with a plain FIFO the same response waits behind the whole backlog', async () => {
-    const { response, noisyDone } = await urgentRequestBehindBacklog(fifoServer)
+    const { response, noisyDone } = await urgentRequestBehindBacklog(fifoServer, FIFO_FOLLOWERS)
     expect(response.seq).toBeGreaterThan(noisyDone.seq)
   }, 120_000)
 

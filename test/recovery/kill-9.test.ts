@@ -86,7 +86,9 @@ describe('after kill -9 of the server process group (sqlite)', () => {
       i: { taskId: createTask.id, sessionId: asking, clientMessageId: 'ask', content: JSON.stringify({ script: [{ say: 'let me check' }, { permission: { title: 'Run tests?' } }] }) },
     })
     const streaming: string[] = []
-    for (let i = 0; i < STREAMING; i++) streaming.push(await start(JSON.stringify({ script: [{ stream: { kind: 'message', count: 100_000 } }] })))
+    // Bursts with pauses: still streaming when the kill comes however fast the mock writes (a burst is a message of its own).
+    const bursts = Array.from({ length: 300 }, () => [{ stream: { kind: 'message', count: 300 } }, { sleep: 100 }]).flat()
+    for (let i = 0; i < STREAMING; i++) streaming.push(await start(JSON.stringify({ script: bursts })))
     await eventually(async () => (await session(asking)).messages.some((m) => m.kind === 'PERMISSION_REQUEST' && m.status === 'PENDING'))
     for (const id of streaming)
       await eventually(async () => {
