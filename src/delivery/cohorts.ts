@@ -17,6 +17,8 @@ const SOURCE_FAILED = Symbol('cohort source failed')
 type Item = ExecutionResult | typeof SOURCE_ENDED | typeof SOURCE_FAILED
 
 interface Cohort {
+  /** The first member's key: the others' copies (each a whole document) are not kept. */
+  key: string
   members: Set<(item: Item) => void>
   source: AsyncIterableIterator<ExecutionResult>
 }
@@ -42,20 +44,20 @@ export class Cohorts {
     let cohort = this.#cohorts.get(key)
     if (cohort) this.#release(own)
     else {
-      cohort = { members: new Set(), source: own }
+      cohort = { key, members: new Set(), source: own }
       this.#cohorts.set(key, cohort)
-      this.#pump(key, cohort).catch((error: unknown) => this.logger.error({ err: error, action: 'cohort.pump' }, 'cohort pump failed'))
+      this.#pump(cohort).catch((error: unknown) => this.logger.error({ err: error, action: 'cohort.pump' }, 'cohort pump failed'))
     }
-    return this.#member(key, cohort)
+    return this.#member(cohort)
   }
 
-  #member(key: string, cohort: Cohort): AsyncIterableIterator<ExecutionResult> {
+  #member(cohort: Cohort): AsyncIterableIterator<ExecutionResult> {
     const { push, iterator } = subscriptionQueue<Item>({
       limit: 1000,
       onReturn: () => {
         cohort.members.delete(push)
-        if (cohort.members.size === 0 && this.#cohorts.get(key) === cohort) {
-          this.#cohorts.delete(key)
+        if (cohort.members.size === 0 && this.#cohorts.get(cohort.key) === cohort) {
+          this.#cohorts.delete(cohort.key)
           this.#release(cohort.source)
         }
       },
@@ -88,7 +90,7 @@ export class Cohorts {
    * Reads the shared source until it ends. Members outlive neither its end (they complete) nor its
    * failure (each gets an error after what it was already owed), so none waits forever.
    */
-  async #pump(key: string, cohort: Cohort): Promise<void> {
+  async #pump(cohort: Cohort): Promise<void> {
     try {
       for await (const result of cohort.source) for (const push of cohort.members) push(result)
       for (const push of [...cohort.members]) push(SOURCE_ENDED)
@@ -96,7 +98,7 @@ export class Cohorts {
       this.logger.warn({ err: error, action: 'cohort.source-failed', members: cohort.members.size }, 'cohort source failed; members end with an error')
       for (const push of [...cohort.members]) push(SOURCE_FAILED)
     } finally {
-      if (this.#cohorts.get(key) === cohort) this.#cohorts.delete(key)
+      if (this.#cohorts.get(cohort.key) === cohort) this.#cohorts.delete(cohort.key)
     }
   }
 

@@ -98,6 +98,8 @@ export class OutboundScheduler {
   #semanticStreak = 0
   #closed = false
   #writing = false
+  /** One callback for every write, not a closure per frame. */
+  readonly #written = () => this.pump()
 
   constructor(
     private readonly socket: OutboundSocket,
@@ -195,7 +197,7 @@ export class OutboundScheduler {
       while (!this.#closed && this.socket.bufferedAmount < this.limits.socketHighWater) {
         const next = this.#next()
         if (next === undefined) return
-        this.socket.send(next, () => this.pump())
+        this.socket.send(next, this.#written)
       }
     } finally {
       this.#writing = false

@@ -45,6 +45,17 @@ interface OperationRoot {
   cohortKey?: string
 }
 
+/**
+ * The operation's pipeline and cohort, once: graphql-ws keeps the execution arguments for as long
+ * as a subscription lives, and neither is needed after the start (the pipeline's closures and the
+ * cohort key, a copy of the whole document, would otherwise stay with every idle subscription).
+ */
+function takeRoot(args: ExecutionArgs): OperationRoot {
+  const root = args.rootValue as OperationRoot
+  args.rootValue = undefined
+  return root
+}
+
 /** Whether the field is given an `after` value (inline, or a variable that is set). */
 function isResume(field: FieldNode, variables: Record<string, unknown> | null | undefined): boolean {
   const after = field.arguments?.find((a) => a.name.value === 'after')?.value
@@ -106,9 +117,9 @@ export function attachDeliveryGateway(options: {
 
   const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
     connectionInitWaitTimeout: options.connectionInitWaitTimeoutMs,
-    execute: (args: ExecutionArgs) => (args.rootValue as OperationRoot).enveloped.execute(args),
+    execute: (args: ExecutionArgs) => takeRoot(args).enveloped.execute(args),
     subscribe: (args: ExecutionArgs) => {
-      const { enveloped, cohortKey } = args.rootValue as OperationRoot
+      const { enveloped, cohortKey } = takeRoot(args)
       const subscribe = () => enveloped.subscribe(args) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
       return cohortKey ? cohorts.join(cohortKey, subscribe) : subscribe()
     },
@@ -149,7 +160,8 @@ export function attachDeliveryGateway(options: {
     onSubscribe: async (ctx, id, payload) => {
       const connection = connections.get(ctx.extra.socket)!
       const websocket: WebSocketOperationContext = { principal: connection.principal ?? null, connection: connection.memberships }
-      const enveloped = yoga.getEnveloped({ ...ctx, socket: ctx.extra.socket, params: payload, websocket })
+      // Only what the context factory reads: the context lives as long as a subscription does.
+      const enveloped = yoga.getEnveloped({ params: payload, websocket })
       let document
       try {
         document = enveloped.parse(payload.query)
@@ -209,14 +221,14 @@ export function attachDeliveryGateway(options: {
     connection.scheduler.enqueueSemantic(data, tag?.sessionId)
   }
 
-  wss.on('connection', (socket, request) => {
+  wss.on('connection', (socket) => {
     const memberships = new ConnectionMemberships(randomUUID())
     const scheduler = new OutboundScheduler(
       {
         get bufferedAmount() {
           return socket.bufferedAmount
         },
-        send: (frame, done) => socket.send(frame, () => done()),
+        send: (frame, done) => socket.send(frame, done),
         close: (code, reason) => {
           // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
           if (socket.readyState === socket.OPEN) connection.closedByServer(code, { refusal: connection.refusal })
@@ -266,18 +278,19 @@ export function attachDeliveryGateway(options: {
           if (socket.readyState === socket.OPEN) route(connection, data)
         },
         close: (code, reason) => scheduler.close(code ?? CloseCode.InternalServerError, reason ?? ""),
+        // Not an async listener: graphql-ws's handling of a subscribe message lasts as long as the
+        // subscription, and an awaiting listener would keep the message's buffer for all that time.
         onMessage: (cb) =>
-          socket.on('message', async (event) => {
-            try {
-              await cb(String(event))
-            } catch (error) {
+          socket.on('message', (event) => {
+            cb(String(event)).catch((error: unknown) => {
               logger.error({ err: error, client: memberships.id }, 'graphql-ws message handling failed')
               connection.closedByServer(CloseCode.InternalServerError)
               socket.close(CloseCode.InternalServerError, 'Internal server error')
-            }
+            })
           }),
       },
-      { socket, request } as { socket: WebSocket },
+      // Not the upgrade request: nothing reads it, and graphql-ws would keep it for the connection's life.
+      { socket },
     )
     socket.once('close', (code, reason) => {
       timers.clearTimeout(keepaliveTimer)
