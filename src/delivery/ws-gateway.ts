@@ -16,7 +16,7 @@ import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
 import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
-import { Cohorts, MULTIPLEXABLE_FIELDS } from './cohorts.ts'
+import { Cohorts, MULTIPLEXABLE_FIELDS, type CohortSink } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
@@ -42,7 +42,7 @@ type Enveloped = ReturnType<YogaServer['getEnveloped']>
 /** What onSubscribe hands to execute/subscribe: the operation's envelop pipeline and its cohort, if any. */
 interface OperationRoot {
   enveloped: Enveloped
-  cohortKey?: string
+  cohort?: { key: string; sink: CohortSink }
 }
 
 /**
@@ -119,9 +119,9 @@ export function attachDeliveryGateway(options: {
     connectionInitWaitTimeout: options.connectionInitWaitTimeoutMs,
     execute: (args: ExecutionArgs) => takeRoot(args).enveloped.execute(args),
     subscribe: (args: ExecutionArgs) => {
-      const { enveloped, cohortKey } = takeRoot(args)
+      const { enveloped, cohort } = takeRoot(args)
       const subscribe = () => enveloped.subscribe(args) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
-      return cohortKey ? cohorts.join(cohortKey, subscribe) : subscribe()
+      return cohort ? cohorts.join(cohort.key, subscribe, cohort.sink) : subscribe()
     },
     onConnect: async (ctx) => {
       const header = ctx.connectionParams?.authorization
@@ -175,7 +175,7 @@ export function attachDeliveryGateway(options: {
       if (errors.length > 0) return errors
       const contextValue = (await enveloped.contextFactory()) as unknown as Context
       const operation = getOperationAST(document, payload.operationName)
-      let cohortKey: string | undefined
+      let cohort: OperationRoot['cohort']
       if (operation?.operation === 'subscription') {
         // Checked and taken without an await in between, so concurrent subscribe messages cannot overshoot.
         // BAD_USER_INPUT like every fixed limit: waiting does not help, completing a subscription does.
@@ -188,9 +188,12 @@ export function attachDeliveryGateway(options: {
         // A resume replays from its own cursor: a later member joining an earlier one's cohort would miss the replay.
         const resumes = fields[0]?.kind === Kind.FIELD && isResume(fields[0], payload.variables)
         if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field) && !resumes)
-          cohortKey = JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null])
+          cohort = {
+            key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]),
+            sink: new CohortMember(connection, id),
+          }
       }
-      const rootValue: OperationRoot = { enveloped, cohortKey }
+      const rootValue: OperationRoot = { enveloped, cohort }
       return {
         schema: enveloped.schema,
         operationName: payload.operationName,
@@ -201,6 +204,33 @@ export function attachDeliveryGateway(options: {
       }
     },
   })
+
+  /** Each cohort result's payload as graphql-ws would write it (onNext's error shaping included), made once for all members. */
+  const payloads = new WeakMap<ExecutionResult, string>()
+  const payloadOf = (result: ExecutionResult): string => {
+    let json = payloads.get(result)
+    if (json === undefined) {
+      const { errors: _errors, ...data } = result
+      // Errors, if any, are counted once per event here rather than once per member.
+      json = JSON.stringify(socketResult(result, countError) ?? data)
+      payloads.set(result, json)
+    }
+    return json
+  }
+
+  /** A cohort member's results, written as the same `next` frames graphql-ws writes, straight to its scheduler. */
+  class CohortMember implements CohortSink {
+    constructor(
+      private readonly connection: Connection,
+      private readonly id: string,
+    ) {}
+
+    next(result: ExecutionResult): void {
+      // Completed by the client (or refused) already: graphql-ws would not send it either.
+      if (!this.connection.subscriptions.has(this.id)) return
+      this.connection.scheduler.enqueueSemantic(`{"id":${JSON.stringify(this.id)},"type":"next","payload":${payloadOf(result)}}`)
+    }
+  }
 
   /** Sorts each outgoing graphql-ws frame into its delivery class. */
   function route(connection: Connection, data: string): void {
