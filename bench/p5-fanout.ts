@@ -162,7 +162,7 @@ report({
   notes: [
     `${ROUNDS} deltas per size, each a real revision (a session's subagent count written through the store, derived by the projector, published on the workspace feed); latency from just before the store write to each client's arrival, wall clock shared between processes; ${frameBytes}-byte frame.`,
     `Clients: ${WORKERS} worker processes of hand-written graphql-transport-ws clients, the same in both runs; the baseline is a bare ws server writing the same frame bytes, with no store, projector, GraphQL or scheduler.`,
-    'Limits: every process shares the machine\'s cores, so the clients\' reading is part of both figures; the server\'s share is one store write and projection, one execution per event (cohorts), then one frame per connection through its scheduler.',
+    "Limits: every process shares the machine's cores, so the clients' reading is part of both figures. The server's share is one store write and projection, one execution and one serialization per event (cohorts), then per connection a frame string, its scheduler and ws's write: past a few thousand subscribers the socket writes dominate, as they do for the baseline.",
     ...(missing > 0 ? [`${missing} deliveries did not arrive within ${ROUND_TIMEOUT_MS / 1000} s.`] : []),
   ],
 })
