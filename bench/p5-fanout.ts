@@ -7,6 +7,7 @@
 import path from 'node:path'
 import { print } from 'graphql'
 import { WorkspaceEventsDocument } from '../test/generated/graphql.ts'
+import { eventually } from '../test/support/wait.ts'
 import { report, type Row } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import { startClientFleet, type Arrivals, type ClientFleet, type Handshake } from './client-fleet.ts'
@@ -19,6 +20,8 @@ const WORKERS = Number(process.env.BENCH_P5_WORKERS ?? 3)
 /** Set to a folder: the server process writes a V8 CPU profile of each size's rounds there. */
 const CPU_PROFILE_DIR = process.env.BENCH_P5_CPU_PROF
 const ROUND_TIMEOUT_MS = 30_000
+/** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
+const SETUP_TIMEOUT_MS = 180_000
 const GOAL_P99_MS = 500
 const GOAL_TIMES_RAW = 2
 const LARGEST = Math.max(...SIZES)
@@ -32,14 +35,6 @@ interface Run {
   missing: number
 }
 
-/** Bounded polling of a count the clients cannot see (subscriptions registered on the server). */
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000) {
-  const deadline = performance.now() + timeoutMs
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 /**
  * Rounds of one trigger each: arm the clients, trigger (the trigger reports its own start time),
@@ -79,7 +74,7 @@ async function measureServer(server: BenchServer, fleet: ClientFleet, fixture: F
   const payload = { query: print(WorkspaceEventsDocument), variables: { workspaceId: fixture.workspaceId } }
   const started = performance.now()
   await open(fleet, server.wsUrl, size, { kind: 'subscribe', token: BENCH_ADMIN_TOKEN, payload })
-  await until(`${size} subscriptions`, async () => (await server.call<number>('subscriptions')) === size)
+  await eventually(async () => (await server.call<number>('subscriptions')) === size, SETUP_TIMEOUT_MS)
   console.info(`  ${size} subscribed in ${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (CPU_PROFILE_DIR) await server.call('profileStart')
   const run = await rounds(
@@ -89,7 +84,7 @@ async function measureServer(server: BenchServer, fleet: ClientFleet, fixture: F
   )
   if (CPU_PROFILE_DIR) await server.call('profileStop', { file: path.join(CPU_PROFILE_DIR, `p5-server-${size}.cpuprofile`) })
   await fleet.closeAll()
-  await until('the server to forget the closed connections', async () => (await server.call<{ connections: number }>('tables')).connections === 0)
+  await eventually(async () => (await server.call<{ connections: number }>('tables')).connections === 0, SETUP_TIMEOUT_MS)
   return run
 }
 
@@ -97,7 +92,7 @@ async function measureRaw(fleet: ClientFleet, size: number, frame: string) {
   const raw = await startRawWsServer()
   try {
     await open(fleet, raw.url, size, { kind: 'subscribe', token: BENCH_ADMIN_TOKEN, payload: { query: 'subscription { raw }' } })
-    await until(`${size} raw subscriptions`, async () => (await raw.subscribed()) === size)
+    await eventually(async () => (await raw.subscribed()) === size, SETUP_TIMEOUT_MS)
     const run = await rounds(fleet, () => raw.broadcast(frame), async () => undefined)
     await fleet.closeAll()
     return run

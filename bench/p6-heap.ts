@@ -6,6 +6,7 @@
 import { print } from 'graphql'
 import { SessionEventsDocument, ViewerDocument, WorkspaceEventsDocument } from '../test/generated/graphql.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
+import { eventually } from '../test/support/wait.ts'
 import { report } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import { startClientFleet, type ClientFleet, type Handshake } from './client-fleet.ts'
@@ -15,23 +16,18 @@ import type { FeedFixture } from './feed-handlers.ts'
 const CONNECTIONS = Number(process.env.BENCH_P6_CONNECTIONS ?? 1000)
 const CYCLES = Number(process.env.BENCH_P6_CYCLES ?? 5000)
 const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? 500)
+/** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
+const SETUP_TIMEOUT_MS = 180_000
 const GOAL_CONNECTION_BYTES = 30 * 1024
 const GOAL_CYCLE_BYTES = 2 * 1024
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000) {
-  const deadline = performance.now() + timeoutMs
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 /** Heap kept per connection: open `count`, wait until the server holds them, measure, close. */
 async function perConnection(fleet: ClientFleet, url: string, handshake: Handshake, heap: () => Promise<number>, held: () => Promise<boolean>) {
   const before = await heap()
   const { failed } = await fleet.open(url, CONNECTIONS, handshake)
   if (failed > 0) throw new Error(`${failed} of ${CONNECTIONS} connections to ${url} failed`)
-  await until('the server to hold every connection', held)
+  await eventually(held, SETUP_TIMEOUT_MS)
   const after = await heap()
   await fleet.closeAll()
   return (after - before) / CONNECTIONS
@@ -88,14 +84,14 @@ try {
   // Warm-up: code compiled, caches and pools filled, so what stays afterwards is per connection.
   for (let i = 0; i < 2; i++) {
     await fleet.open(server.wsUrl, Math.min(200, CONNECTIONS), feed)
-    await until('warm-up subscriptions', async () => (await tables()).subscriptions === Math.min(200, CONNECTIONS))
+    await eventually(async () => (await tables()).subscriptions === Math.min(200, CONNECTIONS), SETUP_TIMEOUT_MS)
     await fleet.closeAll()
-    await until('warm-up connections closed', async () => (await tables()).connections === 0)
+    await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   }
   const subscribed = await perConnection(fleet, server.wsUrl, feed, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)
-  await until('connections closed', async () => (await tables()).connections === 0)
+  await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   const acked = await perConnection(fleet, server.wsUrl, { kind: 'ack', token }, serverHeap, async () => (await tables()).connections === CONNECTIONS)
-  await until('connections closed', async () => (await tables()).connections === 0)
+  await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   const plain = await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heap(), async () => (await raw.connections()) === CONNECTIONS)
   const cycles = await perCycle(server, fixture)
   const leftover = Object.entries(cycles.tables).filter(([name, size]) => name !== 'connections' && size > 0)
