@@ -35,7 +35,6 @@ interface Run {
   missing: number
 }
 
-
 /**
  * Rounds of one trigger each: arm the clients, trigger (the trigger reports its own start time),
  * collect every client's arrival. Warm-up rounds first, until one reaches every client.

@@ -21,7 +21,6 @@ const SETUP_TIMEOUT_MS = 180_000
 const GOAL_CONNECTION_BYTES = 30 * 1024
 const GOAL_CYCLE_BYTES = 2 * 1024
 
-
 /** Heap kept per connection: open `count`, wait until the server holds them, measure, close. */
 async function perConnection(fleet: ClientFleet, url: string, handshake: Handshake, heap: () => Promise<number>, held: () => Promise<boolean>) {
   const before = await heap()
