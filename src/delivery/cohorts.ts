@@ -16,8 +16,25 @@ const SOURCE_FAILED = Symbol('cohort source failed')
 
 type Item = ExecutionResult | typeof SOURCE_ENDED | typeof SOURCE_FAILED
 
+/**
+ * Where a member's results go instead of through its iterator: written straight to its
+ * connection, in the pump's own turn. Spares every member of a large cohort the promise chain of
+ * an async iterator and graphql-ws's per-result serialization; the iterator still ends the
+ * operation (complete, or an error) after the last result.
+ */
+export interface CohortSink {
+  next(result: ExecutionResult): void
+}
+
+interface Member {
+  push: (item: Item) => void
+  sink?: CohortSink
+}
+
 interface Cohort {
-  members: Set<(item: Item) => void>
+  /** The first member's key: the others' copies (each a whole document) are not kept. */
+  key: string
+  members: Set<Member>
   source: AsyncIterableIterator<ExecutionResult>
 }
 
@@ -36,31 +53,32 @@ export class Cohorts {
     return this.#cohorts.size
   }
 
-  async join(key: string, subscribe: () => Promise<Results> | Results): Promise<Results> {
+  async join(key: string, subscribe: () => Promise<Results> | Results, sink?: CohortSink): Promise<Results> {
     const own = await subscribe()
     if (!isIterator(own)) return own // an error (for example FORBIDDEN) is this member's alone
     let cohort = this.#cohorts.get(key)
     if (cohort) this.#release(own)
     else {
-      cohort = { members: new Set(), source: own }
+      cohort = { key, members: new Set(), source: own }
       this.#cohorts.set(key, cohort)
-      this.#pump(key, cohort).catch((error: unknown) => this.logger.error({ err: error, action: 'cohort.pump' }, 'cohort pump failed'))
+      this.#pump(cohort).catch((error: unknown) => this.logger.error({ err: error, action: 'cohort.pump' }, 'cohort pump failed'))
     }
-    return this.#member(key, cohort)
+    return this.#member(cohort, sink)
   }
 
-  #member(key: string, cohort: Cohort): AsyncIterableIterator<ExecutionResult> {
+  #member(cohort: Cohort, sink: CohortSink | undefined): AsyncIterableIterator<ExecutionResult> {
     const { push, iterator } = subscriptionQueue<Item>({
       limit: 1000,
       onReturn: () => {
-        cohort.members.delete(push)
-        if (cohort.members.size === 0 && this.#cohorts.get(key) === cohort) {
-          this.#cohorts.delete(key)
+        cohort.members.delete(entry)
+        if (cohort.members.size === 0 && this.#cohorts.get(cohort.key) === cohort) {
+          this.#cohorts.delete(cohort.key)
           this.#release(cohort.source)
         }
       },
     })
-    cohort.members.add(push)
+    const entry: Member = { push, sink }
+    cohort.members.add(entry)
     const member: AsyncIterableIterator<ExecutionResult> = {
       async next() {
         const result = await iterator.next()
@@ -88,15 +106,19 @@ export class Cohorts {
    * Reads the shared source until it ends. Members outlive neither its end (they complete) nor its
    * failure (each gets an error after what it was already owed), so none waits forever.
    */
-  async #pump(key: string, cohort: Cohort): Promise<void> {
+  async #pump(cohort: Cohort): Promise<void> {
     try {
-      for await (const result of cohort.source) for (const push of cohort.members) push(result)
-      for (const push of [...cohort.members]) push(SOURCE_ENDED)
+      for await (const result of cohort.source)
+        for (const member of cohort.members) {
+          if (member.sink) member.sink.next(result)
+          else member.push(result)
+        }
+      for (const member of [...cohort.members]) member.push(SOURCE_ENDED)
     } catch (error) {
       this.logger.warn({ err: error, action: 'cohort.source-failed', members: cohort.members.size }, 'cohort source failed; members end with an error')
-      for (const push of [...cohort.members]) push(SOURCE_FAILED)
+      for (const member of [...cohort.members]) member.push(SOURCE_FAILED)
     } finally {
-      if (this.#cohorts.get(key) === cohort) this.#cohorts.delete(key)
+      if (this.#cohorts.get(cohort.key) === cohort) this.#cohorts.delete(cohort.key)
     }
   }
 

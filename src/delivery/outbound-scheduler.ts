@@ -111,6 +111,8 @@ export class OutboundScheduler {
   #writing = false
   /** Absent in FIFO mode: the baseline is a plain queue. */
   readonly #window: SendWindow | undefined
+  /** One callback for every write, not a closure per frame. */
+  readonly #written = () => this.pump()
 
   constructor(
     private readonly socket: OutboundSocket,
@@ -223,7 +225,7 @@ export class OutboundScheduler {
       while (!this.#closed && this.socket.bufferedAmount < this.limits.socketHighWater) {
         const next = this.#next()
         if (next === undefined) return
-        this.socket.send(next, () => this.pump())
+        this.socket.send(next, this.#written)
         if (this.#window) {
           this.#window.wrote(Buffer.byteLength(next))
           this.#probe()

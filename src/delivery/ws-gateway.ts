@@ -16,7 +16,7 @@ import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
 import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
-import { Cohorts, MULTIPLEXABLE_FIELDS } from './cohorts.ts'
+import { Cohorts, MULTIPLEXABLE_FIELDS, type CohortSink } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
@@ -42,7 +42,18 @@ type Enveloped = ReturnType<YogaServer['getEnveloped']>
 /** What onSubscribe hands to execute/subscribe: the operation's envelop pipeline and its cohort, if any. */
 interface OperationRoot {
   enveloped: Enveloped
-  cohortKey?: string
+  cohort?: { key: string; sink: CohortSink }
+}
+
+/**
+ * The operation's pipeline and cohort, once: graphql-ws keeps the execution arguments for as long
+ * as a subscription lives, and neither is needed after the start (the pipeline's closures and the
+ * cohort key, a copy of the whole document, would otherwise stay with every idle subscription).
+ */
+function takeRoot(args: ExecutionArgs): OperationRoot {
+  const root = args.rootValue as OperationRoot
+  args.rootValue = undefined
+  return root
 }
 
 /** Whether the field is given an `after` value (inline, or a variable that is set). */
@@ -106,11 +117,11 @@ export function attachDeliveryGateway(options: {
 
   const server = makeServer<Record<string, unknown> | undefined, { socket: WebSocket }>({
     connectionInitWaitTimeout: options.connectionInitWaitTimeoutMs,
-    execute: (args: ExecutionArgs) => (args.rootValue as OperationRoot).enveloped.execute(args),
+    execute: (args: ExecutionArgs) => takeRoot(args).enveloped.execute(args),
     subscribe: (args: ExecutionArgs) => {
-      const { enveloped, cohortKey } = args.rootValue as OperationRoot
+      const { enveloped, cohort } = takeRoot(args)
       const subscribe = () => enveloped.subscribe(args) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
-      return cohortKey ? cohorts.join(cohortKey, subscribe) : subscribe()
+      return cohort ? cohorts.join(cohort.key, subscribe, cohort.sink) : subscribe()
     },
     onConnect: async (ctx) => {
       const header = ctx.connectionParams?.authorization
@@ -149,7 +160,8 @@ export function attachDeliveryGateway(options: {
     onSubscribe: async (ctx, id, payload) => {
       const connection = connections.get(ctx.extra.socket)!
       const websocket: WebSocketOperationContext = { principal: connection.principal ?? null, connection: connection.memberships }
-      const enveloped = yoga.getEnveloped({ ...ctx, socket: ctx.extra.socket, params: payload, websocket })
+      // Only what the context factory reads: the context lives as long as a subscription does.
+      const enveloped = yoga.getEnveloped({ params: payload, websocket })
       let document
       try {
         document = enveloped.parse(payload.query)
@@ -163,7 +175,7 @@ export function attachDeliveryGateway(options: {
       if (errors.length > 0) return errors
       const contextValue = (await enveloped.contextFactory()) as unknown as Context
       const operation = getOperationAST(document, payload.operationName)
-      let cohortKey: string | undefined
+      let cohort: OperationRoot['cohort']
       if (operation?.operation === 'subscription') {
         // Checked and taken without an await in between, so concurrent subscribe messages cannot overshoot.
         // BAD_USER_INPUT like every fixed limit: waiting does not help, completing a subscription does.
@@ -176,9 +188,12 @@ export function attachDeliveryGateway(options: {
         // A resume replays from its own cursor: a later member joining an earlier one's cohort would miss the replay.
         const resumes = fields[0]?.kind === Kind.FIELD && isResume(fields[0], payload.variables)
         if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field) && !resumes)
-          cohortKey = JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null])
+          cohort = {
+            key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]),
+            sink: new CohortMember(connection, id),
+          }
       }
-      const rootValue: OperationRoot = { enveloped, cohortKey }
+      const rootValue: OperationRoot = { enveloped, cohort }
       return {
         schema: enveloped.schema,
         operationName: payload.operationName,
@@ -189,6 +204,33 @@ export function attachDeliveryGateway(options: {
       }
     },
   })
+
+  /** Each cohort result's payload as graphql-ws would write it (onNext's error shaping included), made once for all members. */
+  const payloads = new WeakMap<ExecutionResult, string>()
+  const payloadOf = (result: ExecutionResult): string => {
+    let json = payloads.get(result)
+    if (json === undefined) {
+      const { errors: _errors, ...data } = result
+      // Errors, if any, are counted once per event here rather than once per member.
+      json = JSON.stringify(socketResult(result, countError) ?? data)
+      payloads.set(result, json)
+    }
+    return json
+  }
+
+  /** A cohort member's results, written as the same `next` frames graphql-ws writes, straight to its scheduler. */
+  class CohortMember implements CohortSink {
+    constructor(
+      private readonly connection: Connection,
+      private readonly id: string,
+    ) {}
+
+    next(result: ExecutionResult): void {
+      // Completed by the client (or refused) already: graphql-ws would not send it either.
+      if (!this.connection.subscriptions.has(this.id)) return
+      this.connection.scheduler.enqueueSemantic(`{"id":${JSON.stringify(this.id)},"type":"next","payload":${payloadOf(result)}}`)
+    }
+  }
 
   /** Sorts each outgoing graphql-ws frame into its delivery class. */
   function route(connection: Connection, data: string): void {
@@ -209,14 +251,14 @@ export function attachDeliveryGateway(options: {
     connection.scheduler.enqueueSemantic(data, tag?.sessionId)
   }
 
-  wss.on('connection', (socket, request) => {
+  wss.on('connection', (socket) => {
     const memberships = new ConnectionMemberships(randomUUID())
     const scheduler = new OutboundScheduler(
       {
         get bufferedAmount() {
           return socket.bufferedAmount
         },
-        send: (frame, done) => socket.send(frame, () => done()),
+        send: (frame, done) => socket.send(frame, done),
         ping: (payload) => socket.ping(payload),
         close: (code, reason) => {
           // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
@@ -271,18 +313,19 @@ export function attachDeliveryGateway(options: {
           if (socket.readyState === socket.OPEN) route(connection, data)
         },
         close: (code, reason) => scheduler.close(code ?? CloseCode.InternalServerError, reason ?? ""),
+        // Not an async listener: graphql-ws's handling of a subscribe message lasts as long as the
+        // subscription, and an awaiting listener would keep the message's buffer for all that time.
         onMessage: (cb) =>
-          socket.on('message', async (event) => {
-            try {
-              await cb(String(event))
-            } catch (error) {
+          socket.on('message', (event) => {
+            cb(String(event)).catch((error: unknown) => {
               logger.error({ err: error, client: memberships.id }, 'graphql-ws message handling failed')
               connection.closedByServer(CloseCode.InternalServerError)
               socket.close(CloseCode.InternalServerError, 'Internal server error')
-            }
+            })
           }),
       },
-      { socket, request } as { socket: WebSocket },
+      // Not the upgrade request: nothing reads it, and graphql-ws would keep it for the connection's life.
+      { socket },
     )
     socket.once('close', (code, reason) => {
       timers.clearTimeout(keepaliveTimer)

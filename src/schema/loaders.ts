@@ -34,58 +34,77 @@ function perPageSize<V>(load: (ids: readonly string[], last: number) => Promise<
   }
 }
 
-/**
- * Batching loaders, created per request (and per subscription event) so that nothing is cached
- * across requests: every operation reads the authoritative records as they are now.
- */
-export function createLoaders({ store, projector }: { store: Store; projector: Projector }, userId: string | undefined) {
-  return {
-    /** Stored summaries, with missing or stale ones rebuilt in the same batch. */
-    statusSummary: new DataLoader(async (ids: readonly string[]) => {
+interface LoaderScope {
+  store: Store
+  projector: Projector
+  userId: string | undefined
+}
+
+/** How each loader is made; one is made only when a resolver first asks for it. */
+const LOADERS = {
+  /** Stored summaries, with missing or stale ones rebuilt in the same batch. */
+  statusSummary: ({ projector }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => {
       const summaries = await projector.ensure(ids)
       return ids.map((id) => summaries.get(id) ?? null)
     }),
-    task: new DataLoader(async (ids: readonly string[]) => byId(ids, await findTasks(store, ids), (t) => t.id)),
-    workspace: new DataLoader(async (ids: readonly string[]) =>
-      byId(ids, await findWorkspaces(store, ids), (w) => w.id),
-    ),
-    user: new DataLoader(async (ids: readonly string[]) => byId(ids, await findUsers(store.db, ids), (u) => u.id)),
-    step: new DataLoader(async (ids: readonly string[]) => byId(ids, await findSteps(store, ids), (s) => s.id)),
-    githubRepositoriesOfWorkspace: new DataLoader(async (ids: readonly string[]) =>
+  task: ({ store }: LoaderScope) => new DataLoader(async (ids: readonly string[]) => byId(ids, await findTasks(store, ids), (t) => t.id)),
+  workspace: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => byId(ids, await findWorkspaces(store, ids), (w) => w.id)),
+  user: ({ store }: LoaderScope) => new DataLoader(async (ids: readonly string[]) => byId(ids, await findUsers(store.db, ids), (u) => u.id)),
+  step: ({ store }: LoaderScope) => new DataLoader(async (ids: readonly string[]) => byId(ids, await findSteps(store, ids), (s) => s.id)),
+  githubRepositoriesOfWorkspace: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) =>
       grouped(ids, await linksOfWorkspaces(store, ids), (l) => l.workspaceId).map((links) => links.map((l) => l.repository)),
     ),
-    stepsOfWorkspace: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await stepsOfWorkspaces(store, ids), (s) => s.workspaceId),
-    ),
-    tasksOfStep: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await tasksOfSteps(store, ids), (t) => t.workflowStepId),
-    ),
-    repositoriesOfTask: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await repositoriesOfTasks(store, ids), (r) => r.taskId),
-    ),
-    sessionsOfTask: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await sessionsOfTasks(store, ids), (s) => s.taskId),
-    ),
-    pullRequestsOfTask: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await pullRequestsOfTasks(store, ids), (p) => p.taskId),
-    ),
-    session: new DataLoader(async (ids: readonly string[]) =>
-      byId(ids, await findSessions(store, ids), (s) => s.id),
-    ),
-    /** The newest `last` messages of a session, oldest first. */
-    latestMessagesOfSession: perPageSize((ids, last) => latestMessagesOfSessions(store, ids, last)),
-    /** The newest `last` turns of a session, oldest first. */
-    latestTurnsOfSession: perPageSize((ids, last) => latestTurnsOfSessions(store, ids, last)),
-    gitOfSession: new DataLoader(async (ids: readonly string[]) =>
-      grouped(ids, await gitOfSessions(store, ids), (g) => g.sessionId),
-    ),
-    /** Whether the caller is a member of each workspace. */
-    isMember: new DataLoader(async (workspaceIds: readonly string[]) => {
+  stepsOfWorkspace: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await stepsOfWorkspaces(store, ids), (s) => s.workspaceId)),
+  tasksOfStep: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await tasksOfSteps(store, ids), (t) => t.workflowStepId)),
+  repositoriesOfTask: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await repositoriesOfTasks(store, ids), (r) => r.taskId)),
+  sessionsOfTask: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await sessionsOfTasks(store, ids), (s) => s.taskId)),
+  pullRequestsOfTask: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await pullRequestsOfTasks(store, ids), (p) => p.taskId)),
+  session: ({ store }: LoaderScope) => new DataLoader(async (ids: readonly string[]) => byId(ids, await findSessions(store, ids), (s) => s.id)),
+  /** The newest `last` messages of a session, oldest first. */
+  latestMessagesOfSession: ({ store }: LoaderScope) => perPageSize((ids, last) => latestMessagesOfSessions(store, ids, last)),
+  /** The newest `last` turns of a session, oldest first. */
+  latestTurnsOfSession: ({ store }: LoaderScope) => perPageSize((ids, last) => latestTurnsOfSessions(store, ids, last)),
+  gitOfSession: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) => grouped(ids, await gitOfSessions(store, ids), (g) => g.sessionId)),
+  /** Whether the caller is a member of each workspace. */
+  isMember: ({ store, userId }: LoaderScope) =>
+    new DataLoader(async (workspaceIds: readonly string[]) => {
       if (!userId) return workspaceIds.map(() => false)
       const member = await memberWorkspaceIds(store, userId, workspaceIds)
       return workspaceIds.map((id) => member.has(id))
     }),
-  }
 }
 
-export type Loaders = ReturnType<typeof createLoaders>
+export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof LOADERS)[K]> }
+
+/**
+ * Every context has loaders, but most operations use two or three of them, and a subscription's
+ * context lives as long as the subscription: each loader is made on first use, so an idle
+ * subscription holds one small object instead of sixteen loaders with their caches.
+ */
+class LazyLoaders {
+  readonly made: Partial<Record<keyof Loaders, unknown>> = {}
+  constructor(readonly scope: LoaderScope) {}
+}
+for (const name of Object.keys(LOADERS) as (keyof Loaders)[])
+  Object.defineProperty(LazyLoaders.prototype, name, {
+    get(this: LazyLoaders) {
+      return (this.made[name] ??= LOADERS[name](this.scope))
+    },
+  })
+
+/**
+ * Batching loaders, created per request (and per subscription event) so that nothing is cached
+ * across requests: every operation reads the authoritative records as they are now.
+ */
+export function createLoaders({ store, projector }: { store: Store; projector: Projector }, userId: string | undefined): Loaders {
+  return new LazyLoaders({ store, projector, userId }) as unknown as Loaders
+}

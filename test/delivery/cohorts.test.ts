@@ -84,6 +84,28 @@ describe('Cohorts when the shared source ends or fails', () => {
     expect(cohorts.size).toBe(0)
   })
 
+  it('hands a member with a sink every result in the pump\'s turn, then ends its iterator after them', async () => {
+    const { logger: log } = logger()
+    const cohorts = new Cohorts(log)
+    const feed = source()
+    const sunk: ExecutionResult[] = []
+    const direct = (await cohorts.join('k', () => feed.iterator, { next: (r) => void sunk.push(r) })) as AsyncIterableIterator<ExecutionResult>
+    const queued = await join(cohorts, () => source().iterator)
+    const ended = direct.next()
+    const pumped = () => new Promise((resolve) => setImmediate(resolve))
+    feed.push({ data: { n: 1 } })
+    await pumped()
+    feed.push({ data: { n: 2 } })
+    await pumped()
+    await feed.end()
+    expect(await ended).toEqual({ value: undefined, done: true })
+    expect(sunk).toEqual([{ data: { n: 1 } }, { data: { n: 2 } }])
+    expect(sunk[0]).toBe((await queued.next()).value) // one result object for every member: serialized once
+    expect(await queued.next()).toMatchObject({ value: { data: { n: 2 } } })
+    expect(await queued.next()).toEqual({ value: undefined, done: true })
+    expect(cohorts.size).toBe(0)
+  })
+
   it('ends every member with an error, logs without content, and keeps no cohort when the source fails', async () => {
     const { logger: log, lines } = logger()
     const cohorts = new Cohorts(log)

@@ -1,0 +1,51 @@
+// Requests P5 and P6 make of the bench server (bench/server-process.ts runs them in its process):
+// one workspace with one task whose agent session is live, and real summary revisions of it.
+import { Session } from 'node:inspector/promises'
+import { writeFileSync } from 'node:fs'
+import type { RunningServer } from '../src/server/app.ts'
+import { createWorkspace } from '../src/store/workspaces.ts'
+import { createTask } from '../src/store/tasks.ts'
+import { createSession, updateSession } from '../src/store/runtime.ts'
+import type { Handlers } from './server-process.ts'
+import { wallClock } from './clock.ts'
+
+export interface FeedFixture {
+  workspaceId: string
+  taskId: string
+  sessionId: string
+}
+
+export const handlers = {
+  seed: async (server: RunningServer): Promise<FeedFixture> => {
+    const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
+    const workspace = await createWorkspace(server.store, 'bench', admin.id)
+    const task = await createTask(server.store, { workspaceId: workspace.id, title: 'fan-out' })
+    const session = await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'RUNNING' })
+    await server.projector.idle()
+    return { workspaceId: workspace.id, taskId: task.id, sessionId: session.id }
+  },
+  /**
+   * One summary revision through the real path (store write → source event → projector → feed):
+   * the agent reports another subagent count. Returns the wall clock taken just before the write.
+   */
+  revise: async (server: RunningServer, args: { sessionId: string; subagents: number }): Promise<number> => {
+    const started = wallClock()
+    await updateSession(server.store, args.sessionId, { activeSubagentCount: args.subagents })
+    return started
+  },
+  /** Starts a V8 CPU profile of the server process (only the part under measure, not the set-up). */
+  profileStart: async () => {
+    profiler ??= new Session()
+    profiler.connect()
+    await profiler.post('Profiler.enable')
+    await profiler.post('Profiler.start')
+  },
+  /** Stops it and writes it to `file` (open it in Chrome DevTools or speedscope). */
+  profileStop: async (_server: RunningServer, args: { file: string }) => {
+    const { profile } = await profiler!.post('Profiler.stop')
+    writeFileSync(args.file, JSON.stringify(profile))
+    profiler!.disconnect()
+  },
+} satisfies Handlers
+
+let profiler: Session | undefined

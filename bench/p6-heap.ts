@@ -1,0 +1,128 @@
+// P6 heap: what the server keeps (heap after full GC, in its own process) per idle connection
+// holding one workspaceEvents subscription, and per subscribe/complete cycle on one connection.
+// Baselines in the same run: per idle connection, a plain `ws` connection to a bare ws server
+// (no GraphQL) in a process of its own; per cycle, a query round trip on the same connection.
+// Clients run in worker processes (idle connections) and in this process (cycles).
+import { print } from 'graphql'
+import { SessionEventsDocument, ViewerDocument, WorkspaceEventsDocument } from '../test/generated/graphql.ts'
+import { rawGraphqlWs } from '../test/support/raw-ws.ts'
+import { eventually } from '../test/support/wait.ts'
+import { report } from './scenario.ts'
+import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
+import { startClientFleet, type ClientFleet, type Handshake } from './client-fleet.ts'
+import { startRawWsServer } from './raw-ws-server.ts'
+import type { FeedFixture } from './feed-handlers.ts'
+
+const CONNECTIONS = Number(process.env.BENCH_P6_CONNECTIONS ?? 1000)
+const CYCLES = Number(process.env.BENCH_P6_CYCLES ?? 5000)
+const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? 500)
+/** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
+const SETUP_TIMEOUT_MS = 180_000
+const GOAL_CONNECTION_BYTES = 30 * 1024
+const GOAL_CYCLE_BYTES = 2 * 1024
+
+/** Heap kept per connection: open `count`, wait until the server holds them, measure, close. */
+async function perConnection(fleet: ClientFleet, url: string, handshake: Handshake, heap: () => Promise<number>, held: () => Promise<boolean>) {
+  const before = await heap()
+  const { failed } = await fleet.open(url, CONNECTIONS, handshake)
+  if (failed > 0) throw new Error(`${failed} of ${CONNECTIONS} connections to ${url} failed`)
+  await eventually(held, SETUP_TIMEOUT_MS)
+  const after = await heap()
+  await fleet.closeAll()
+  return (after - before) / CONNECTIONS
+}
+
+/** Heap kept per cycle over CYCLES cycles on one connection, and the gateway's tables afterwards. */
+async function perCycle(server: BenchServer, fixture: FeedFixture) {
+  const client = await rawGraphqlWs(server.wsUrl, BENCH_ADMIN_TOKEN)
+  const sessionQuery = print(SessionEventsDocument)
+  const viewerQuery = print(ViewerDocument)
+  let n = 0
+  const query = async () => {
+    const id = `q${n++}`
+    client.send({ id, type: 'subscribe', payload: { query: viewerQuery } })
+    await client.waitFor((f) => f.id === id && f.type === 'complete')
+    client.frames.length = 0
+  }
+  const subscribeThenComplete = async () => {
+    const id = `s${n++}`
+    client.send({ id, type: 'subscribe', payload: { query: sessionQuery, variables: { sessionId: fixture.sessionId } } })
+    await client.waitFor((f) => f.id === id && f.type === 'next') // SessionJoined: the subscription is live
+    client.send({ id, type: 'complete' })
+    client.frames.length = 0
+  }
+  const kept = async (cycle: () => Promise<void>) => {
+    const before = await server.call<number>('heap')
+    for (let i = 0; i < CYCLES; i++) await cycle()
+    await query() // every complete before it has been handled once its answer is back
+    const after = await server.call<number>('heap')
+    return (after - before) / CYCLES
+  }
+  for (let i = 0; i < WARMUP; i++) {
+    await subscribeThenComplete()
+    await query()
+  }
+  const queryBytes = await kept(query)
+  const cycleBytes = await kept(subscribeThenComplete)
+  const tables = await server.call<Record<string, number>>('tables')
+  client.socket.close()
+  return { queryBytes, cycleBytes, tables }
+}
+
+const fleet = startClientFleet(2)
+const server = await startBenchServer({ handlers: new URL('./feed-handlers.ts', import.meta.url) })
+const raw = await startRawWsServer()
+const kb = (bytes: number) => bytes / 1024
+let result
+try {
+  const fixture = await server.call<FeedFixture>('seed')
+  const token = BENCH_ADMIN_TOKEN
+  const feed: Handshake = { kind: 'subscribe', token, payload: { query: print(WorkspaceEventsDocument), variables: { workspaceId: fixture.workspaceId } } }
+  const serverHeap = () => server.call<number>('heap')
+  const tables = () => server.call<{ connections: number; subscriptions: number }>('tables')
+  // Warm-up: code compiled, caches and pools filled, so what stays afterwards is per connection.
+  for (let i = 0; i < 2; i++) {
+    await fleet.open(server.wsUrl, Math.min(200, CONNECTIONS), feed)
+    await eventually(async () => (await tables()).subscriptions === Math.min(200, CONNECTIONS), SETUP_TIMEOUT_MS)
+    await fleet.closeAll()
+    await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
+  }
+  const subscribed = await perConnection(fleet, server.wsUrl, feed, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)
+  await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
+  const acked = await perConnection(fleet, server.wsUrl, { kind: 'ack', token }, serverHeap, async () => (await tables()).connections === CONNECTIONS)
+  await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
+  const plain = await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heap(), async () => (await raw.connections()) === CONNECTIONS)
+  const cycles = await perCycle(server, fixture)
+  const leftover = Object.entries(cycles.tables).filter(([name, size]) => name !== 'connections' && size > 0)
+  result = {
+    rows: [
+      {
+        metric: `heap per idle connection with one workspaceEvents subscription (${CONNECTIONS})`,
+        value: kb(subscribed),
+        unit: 'KB',
+        baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) },
+        goal: '≤ 30 KB',
+        met: subscribed <= GOAL_CONNECTION_BYTES,
+      },
+      { metric: `heap per idle connection_ack'ed connection, no subscription (${CONNECTIONS})`, value: kb(acked), unit: 'KB', baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) } },
+      {
+        metric: `heap per subscribe/complete cycle (${CYCLES} on one connection)`,
+        value: kb(cycles.cycleBytes),
+        unit: 'KB',
+        baseline: { label: 'query round trip', value: kb(cycles.queryBytes) },
+        goal: '≤ 2 KB',
+        met: cycles.cycleBytes <= GOAL_CYCLE_BYTES && leftover.length === 0,
+      },
+    ],
+    notes: [
+      'Heap used after four full collections in the server process, after minus before, divided by the count; the clients run in other processes.',
+      `After the cycles the gateway holds ${JSON.stringify(cycles.tables)}${leftover.length > 0 ? ' (entries left over: a leak)' : ''}.`,
+      'Limits: the per-connection figure includes what ws and Node keep for any socket (the plain baseline); the rest is graphql-ws, the scheduler and one live feed subscription.',
+    ],
+  }
+} finally {
+  fleet.stop()
+  await Promise.all([server.stop(), raw.stop()])
+}
+
+report({ id: 'P6', title: 'heap per connection and per subscription cycle', ...result })
