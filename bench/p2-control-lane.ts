@@ -12,6 +12,7 @@ import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { AddMessageDocument, FocusSessionDocument, StartSessionDocument } from '../test/generated/graphql.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import { report, type Row } from './scenario.ts'
+import { quantile } from './support.ts'
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 30_000)
 const READ_BYTES_PER_SECOND = 256 * 1024
@@ -57,7 +58,6 @@ interface Run {
   windows: Array<{ size: number; inFlight: number } | null>
 }
 
-const percentile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function graphql<T>(server: BenchServer, query: string, variables: object): Promise<T> {
@@ -171,7 +171,7 @@ const fifoServer = await withServer(true, async (server) => ({
 }))
 const { idle } = lanesServer
 
-const ms = (run: Run, q: number) => percentile(run.rtts, q)
+const ms = (run: Run, q: number) => quantile(run.rtts, q)
 const lanes = lanesServer
 const fifo = fifoServer
 const goalMet = ms(lanes.append, 0.99) <= 50 && ms(lanes.append, 0.99) <= 2 * ms(idle, 0.99)

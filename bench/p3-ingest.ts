@@ -17,6 +17,7 @@ import { AddMessageDocument } from '../test/generated/graphql.ts'
 import { report, ratio, type Row } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import type { handlers } from './p3-ingest-server.ts'
+import { median } from './support.ts'
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 200_000)
 /** A first, smaller turn warms the JIT of both processes; it is not measured. */
@@ -133,7 +134,6 @@ function rawDecode(bytes: Buffer): { rate: number; lines: number } {
   return { rate: updates / (times[Math.floor(times.length / 2)]! / 1000), lines: updates }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 const capture = await captureAgentOutput(CHUNKS)
 if (rawDecode(capture.bytes).lines !== CHUNKS) throw new Error(`captured other than ${CHUNKS} updates`)

@@ -9,6 +9,7 @@ import { startPostgresCluster } from '../test/support/postgres-cluster.ts'
 import { report, type Row } from './scenario.ts'
 import { startBenchServer, BENCH_ADMIN_TOKEN, type BenchServer } from './server-process.ts'
 import { PENDING_EVERY, TASKS } from './p4-handlers.ts'
+import { median } from './support.ts'
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 30)
 const WARMUP = 3
@@ -72,7 +73,6 @@ async function startTarget(provider: string, history: number, databaseUrl: strin
   return target
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
 /** Background work (projections) can only add statements, so the fewest seen is the request's own. */
 const fewest = (xs: number[]) => Math.min(...xs)
 

@@ -13,6 +13,7 @@ import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-
 import { startClientFleet, type Arrivals, type ClientFleet, type Handshake } from './client-fleet.ts'
 import { startRawWsServer } from './raw-ws-server.ts'
 import type { FeedFixture } from './feed-handlers.ts'
+import { quantile } from './support.ts'
 
 const SIZES = (process.env.BENCH_P5_SUBSCRIBERS ?? '1000,5000,10000').split(',').map(Number)
 const ROUNDS = Number(process.env.BENCH_P5_ROUNDS ?? 5)
@@ -26,7 +27,6 @@ const GOAL_P99_MS = 500
 const GOAL_TIMES_RAW = 2
 const LARGEST = Math.max(...SIZES)
 
-const percentile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
 
 interface Run {
   p50: number
@@ -61,7 +61,7 @@ async function rounds(fleet: ClientFleet, trigger: () => Promise<number>, settle
     sample ??= arrivals.sample
   }
   latencies.sort((a, b) => a - b)
-  return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), deliveries: latencies.length, missing, sample }
+  return { p50: quantile(latencies, 0.5), p99: quantile(latencies, 0.99), deliveries: latencies.length, missing, sample }
 }
 
 async function open(fleet: ClientFleet, url: string, size: number, handshake: Handshake) {

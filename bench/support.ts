@@ -58,10 +58,12 @@ export async function httpGql<T>(url: string, token: string, query: string, vari
   return { data: body.data, bytes: raw.length }
 }
 
-/** Sorted-sample quantile (nearest rank). */
-export const quantile = (samples: number[], q: number) => {
+/** Nearest-rank quantile of the samples (one of them; NaN when there are none). */
+export const quantile = (samples: number[], q: number): number => {
   const sorted = [...samples].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? NaN
 }
+
+export const median = (samples: number[]) => quantile(samples, 0.5)
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
