@@ -12,7 +12,12 @@ import { countingClient, httpGql, sleep } from './support.ts'
 
 const TASKS = 27
 const STREAMING = 26
-const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 3000)
+/**
+ * The mock writes as fast as the pipe takes it (P3: ~400k chunks/s), so a stream's length in
+ * 100 ms windows, and with it the session streams' traffic, depends on this: 20,000 chunks keep
+ * 26 concurrent streams going for a few seconds, as agents generating for a while would.
+ */
+const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 20_000)
 const SETTLE_LIMIT_MS = 120_000
 
 function follow(client: Client, query: string, variables: Record<string, unknown>, onNext: (data: unknown) => void = () => undefined) {
