@@ -19,7 +19,8 @@ export function performanceDoc(latest: Latest, table: string): string {
     'number. Load goes to loopback only, every loop is bounded in count and time, and each scenario',
     'runs the server in a process of its own (bench/server-process.ts), its clients elsewhere.',
     '',
-    `Last run: ${m.date}, commit ${m.commit}, ${latest.seconds} s in all. Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}.`,
+    `Last run: ${m.date}, commit ${m.commit}, ${latest.seconds} s. Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}.`,
+    ...ranAtLines(latest.results),
     '',
     table,
     '',
@@ -33,4 +34,15 @@ export function performanceDoc(latest: Latest, table: string): string {
   }
   lines.push('## Running it', '', '`npm run bench` runs all of them (about ten minutes on 2 cores); `npm run bench -- P2 P5` runs some and', 'keeps the other rows of the last full run. Results: `bench/results/latest.json`.', '')
   return lines.join('\n')
+}
+
+/** A partial run (`npm run bench -- P2`) says which rows are older than the last run. */
+function ranAtLines(results: ScenarioResult[]): string[] {
+  const days = new Map<string, string[]>()
+  for (const r of results) {
+    const at = r.ranAt?.slice(0, 16).replace('T', ' ') ?? 'unknown'
+    days.set(at, [...(days.get(at) ?? []), r.id])
+  }
+  if (days.size <= 1) return []
+  return ['', `Rows by the time they were measured: ${[...days].map(([at, ids]) => `${ids.join(', ')} at ${at} UTC`).join('; ')}.`]
 }

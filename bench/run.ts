@@ -86,7 +86,7 @@ async function main() {
     console.info(`\n=== ${scenario.id}: ${scenario.title}`)
     const run = await runScenario(scenario.file, resultFile)
     if (run.code === 0 && existsSync(resultFile)) {
-      results.push(JSON.parse(readFileSync(resultFile, 'utf8')) as ScenarioResult)
+      results.push({ ...(JSON.parse(readFileSync(resultFile, 'utf8')) as ScenarioResult), ranAt: new Date().toISOString() })
       console.info(`=== ${scenario.id} took ${(run.ms / 1000).toFixed(0)} s`)
     } else failures.push({ id: scenario.id, reason: run.timedOut ? `stopped after ${SCENARIO_LIMIT_MS / 1000} s` : `exited ${run.code}` })
   }

@@ -22,6 +22,8 @@ export interface ScenarioResult {
   rows: Row[]
   /** What limits these numbers, for docs/performance.md. */
   notes?: string[]
+  /** When the orchestrator collected it (a partial run keeps the other scenarios' earlier rows). */
+  ranAt?: string
   /** Scenario-specific series (P5's latency curve for the SVG). */
   series?: Record<string, Array<{ x: number; y: number }>>
 }
