@@ -3,11 +3,11 @@
 import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
 import type { RunningServer } from '../src/server/app.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { createSession, updateSession } from '../src/store/runtime.ts'
 import type { Handlers } from './server-process.ts'
 import { wallClock } from './clock.ts'
+import { adminWorkspace } from './seed.ts'
 
 export interface FeedFixture {
   workspaceId: string
@@ -17,8 +17,7 @@ export interface FeedFixture {
 
 export const handlers = {
   seed: async (server: RunningServer): Promise<FeedFixture> => {
-    const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
-    const workspace = await createWorkspace(server.store, 'bench', admin.id)
+    const workspace = await adminWorkspace(server.store, 'bench')
     const task = await createTask(server.store, { workspaceId: workspace.id, title: 'fan-out' })
     const session = await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'RUNNING' })
     await server.projector.idle()

@@ -8,18 +8,17 @@ import { pino } from 'pino'
 import { loadConfig } from '../src/config/config.ts'
 import { startServer } from '../src/server/app.ts'
 import { GitMonitor } from '../src/git/monitor.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { createSession } from '../src/store/runtime.ts'
 import { gitRepo } from '../test/support/git-repo.ts'
+import { adminWorkspace } from './seed.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tss-gitbench-'))
 const server = await startServer(loadConfig({ PORT: '0', DATABASE_URL: `file:${path.join(dir, 'b.db')}`, ADMIN_TOKEN: 'bench-admin-token-0123456789' }), {
   logger: pino({ level: 'silent' }),
 })
 try {
-  const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
-  const workspace = await createWorkspace(server.store, 'bench', admin.id)
+  const workspace = await adminWorkspace(server.store, 'bench')
   const sessions: { id: string; write: (n: number) => void }[] = []
   for (let i = 0; i < 40; i++) {
     const repo = gitRepo({ 'a.txt': 'a\n' })

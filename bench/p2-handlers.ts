@@ -2,13 +2,12 @@
 // send windows the scheduler settled on.
 import type { RunningServer } from '../src/server/app.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
+import { adminWorkspace } from './seed.ts'
 
 export const handlers = {
   /** A workspace of the admin with one task; the scenario starts its sessions over GraphQL. */
   seed: async (server: RunningServer) => {
-    const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
-    const workspace = await createWorkspace(server.store, 'p2', admin.id)
+    const workspace = await adminWorkspace(server.store, 'p2')
     const task = await createTask(server.store, { workspaceId: workspace.id, title: 'control lane' })
     return { taskId: task.id }
   },

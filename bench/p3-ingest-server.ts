@@ -2,15 +2,14 @@
 // mock-agent session, wait for a turn to end, and read back what the store kept of it.
 import type { RunningServer } from '../src/server/app.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
+import { adminWorkspace } from './seed.ts'
 
 /** Turn ends awaited by session, armed before the prompt is sent so none is missed. */
 const turnEnds = new Map<string, Promise<string>>()
 
 export const handlers = {
   async seed(server: RunningServer) {
-    const admin = await server.store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
-    const workspace = await createWorkspace(server.store, 'p3', admin.id)
+    const workspace = await adminWorkspace(server.store, 'p3')
     const task = await createTask(server.store, { workspaceId: workspace.id, title: 'ingest' })
     const session = await server.sessions.startSession({ taskId: task.id, agentProfile: 'mock' })
     return { taskId: task.id, sessionId: session.id }

@@ -5,7 +5,7 @@
 // would after an upgrade, and later reads must be flat whatever lies underneath.
 import { randomUUID } from 'node:crypto'
 import type { RunningServer } from '../src/server/app.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
+import { adminWorkspace } from './seed.ts'
 
 export const TASKS = 500
 /** Every tenth task has a running session waiting on a permission: pending reconciliation reads them. */
@@ -16,8 +16,7 @@ const CHUNK = 1000
 export const handlers = {
   async seed(server: RunningServer, args: { history: number }) {
     const { db } = server.store
-    const admin = await db.user.findFirstOrThrow({ where: { isAdmin: true } })
-    const workspace = await createWorkspace(server.store, 'bench', admin.id)
+    const workspace = await adminWorkspace(server.store, 'bench')
     const step = await db.workflowStep.findFirstOrThrow({ where: { workspaceId: workspace.id }, orderBy: { position: 'asc' } })
     const now = Date.now()
     const historyStart = now - 30 * 86_400_000

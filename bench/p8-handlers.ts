@@ -3,14 +3,13 @@
 // expected state read from the database.
 import type { RunningServer } from '../src/server/app.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { createWorkspace } from '../src/store/workspaces.ts'
 import { addMessage, createSession, startTurn } from '../src/store/runtime.ts'
+import { adminWorkspace } from './seed.ts'
 
 export const handlers = {
   async seed(server: RunningServer, args: { tasks: number }) {
     const { store } = server
-    const admin = await store.db.user.findFirstOrThrow({ where: { isAdmin: true } })
-    const workspace = await createWorkspace(store, 'bench', admin.id)
+    const workspace = await adminWorkspace(store, 'bench')
     const taskIds: string[] = []
     for (let i = 0; i < args.tasks; i++) taskIds.push((await createTask(store, { workspaceId: workspace.id, title: `task ${i}` })).id)
     await server.projector.idle()
