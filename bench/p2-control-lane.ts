@@ -188,6 +188,7 @@ const rows: Row[] = [
   { metric: 'p99 response, plain FIFO, whole content', value: ms(fifo.content, 0.99), unit: 'ms', baseline: vsIdle(0.99) },
 ]
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`
+const readMs = (bytes: number) => ((bytes / READ_BYTES_PER_SECOND) * 1000).toFixed(0)
 const settled = (run: Run) => run.windows.flatMap((w) => (w ? [kib(w.size)] : [])).join(', ') || 'n/a'
 const describe = (name: string, run: Run) =>
   `${name}: ${run.rtts.length} requests over ${(run.floodMs / 1000).toFixed(1)} s` +
@@ -206,8 +207,10 @@ report({
     `Lanes: a response waits for the send window (bytes written, not yet acknowledged by a pong), sized to the reader's pace × ` +
       `${DEFAULT_LIMITS.sendWindow?.targetDelayMs ?? "(no window)"} ms (it stood at ${settled(lanes.append)} with appends, ${settled(lanes.content)} with whole content, ` +
       `50 requests into the flood), plus at most one frame already written, plus the reader's own pause (its token bucket waits out each read that overdraws it).`,
-    `Appends: the stream adds far less than 256 KB/s (the KiB/s above), so the reader keeps up and what remains is the server's CPU, shared with the agent ` +
-      `and the flood's own work on 2 cores (idle has neither).`,
+    `Appends: the mock agent writes the stream in bursts far above this reader's pace, so a coalescing window's append (merged with any the ` +
+      `reader has not taken yet) is large: the largest frame, ${kib(lanes.append.largestFrame)}, alone takes this reader ${readMs(lanes.append.largestFrame)} ms, ` +
+      `and a response written just after it waits that long (p99 ${ms(lanes.append, 0.99).toFixed(0)} ms). The frame cannot be cut into smaller ` +
+      `appends: each MessageUpdated carries its message's version, and clients keep the highest, so a second slice of one version would be dropped.`,
     `Whole content: every update is the whole message, so the reader falls behind; the lanes replace undelivered updates, but a response written ` +
       `after a frame waits for all of it (largest frame ÷ 256 KB/s). Plain FIFO: a response waits behind every update queued before it, in the ` +
       `process and in the kernel's socket buffers (several MB on loopback).`,
