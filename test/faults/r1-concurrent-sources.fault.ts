@@ -5,11 +5,9 @@
 // the stored rows equal a full rebuild from the authoritative rows, and no request failed inside
 // the server (a saturated database is UNAVAILABLE, which a client retries).
 import { randomUUID } from 'node:crypto'
-import type { ChildProcess } from 'node:child_process'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { gqlOk, INSTANCE_ADMIN_TOKEN, killAll, startInstance, type Instance } from '../support/instances.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { instanceCluster } from '../support/instance-cluster.ts'
+import { gqlOk, INSTANCE_ADMIN_TOKEN, type Instance } from '../support/instances.ts'
 import { http, ok, wsClient, wsExecute, wsSubscribe, type Result } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { summaryDrift, openStore } from '../support/summary-rebuild.ts'
@@ -31,20 +29,15 @@ const REPOSITORY = 'acme/r1'
 const MAX_ATTEMPTS = 20
 
 describe('R1: 1,000 concurrent source events over 50 tasks through two instances on PostgreSQL', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
-  let databaseUrl: string
+  // The load comes from one caller: the per-caller mutation limit is not what this measures.
+  const cluster = instanceCluster(['A', 'B'], { GITHUB_WEBHOOK_SECRET: SECRET, RATE_LIMIT_MUTATIONS: '0', LOG_LEVEL: 'warn' })
   let a: Instance
   let b: Instance
   let workspaceId: string
   let taskIds: string[]
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    databaseUrl = await migratedDatabase('postgres')
-    // The load comes from one caller: the per-caller mutation limit is not what this measures.
-    const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, GITHUB_WEBHOOK_SECRET: SECRET, RATE_LIMIT_MUTATIONS: '0', LOG_LEVEL: 'warn' }
-    ;[a, b] = await Promise.all([startInstance('A', env, children), startInstance('B', env, children)])
+    ;[a, b] = cluster.instances
     workspaceId = (await gqlOk<{ createWorkspace: { id: string } }>(a, 'mutation { createWorkspace(name: "r1") { id } }')).createWorkspace.id
     await gqlOk(a, 'mutation ($w: ID!, $r: String!) { linkGitHubRepository(workspaceId: $w, repository: $r) { id } }', { w: workspaceId, r: REPOSITORY })
     taskIds = await Promise.all(
@@ -61,11 +54,6 @@ describe('R1: 1,000 concurrent source events over 50 tasks through two instances
       }),
     )
   })
-  afterAll(async () => {
-    killAll(children)
-    await redis?.stop()
-  })
-
   it('no revision is delivered twice with different content, revisions only go up, stored summaries equal a full rebuild, and nothing failed inside the server', async () => {
     // One workspace feed subscriber on each instance; both instances' Redis subscriptions in place before the load.
     const followers = await Promise.all(
@@ -76,7 +64,7 @@ describe('R1: 1,000 concurrent source events over 50 tasks through two instances
         return { instance, client, feed }
       }),
     )
-    await eventually(async () => (await redis.subscribers(`tss:workspace:${workspaceId}`)) >= 2)
+    await eventually(async () => (await cluster.redis.subscribers(`tss:workspace:${workspaceId}`)) >= 2)
 
     const startedAt = Date.now()
     const outcomes = await Promise.all(Array.from({ length: EVENTS }, (_, i) => sourceEvent(i)))
@@ -89,7 +77,7 @@ describe('R1: 1,000 concurrent source events over 50 tasks through two instances
     expect(outcomes.filter((o) => !o.done)).toEqual([])
 
     // Quiescence: both instances' projectors have caught up when every stored row equals a rebuild.
-    const store = await openStore(databaseUrl)
+    const store = await openStore(cluster.databaseUrl)
     try {
       await eventually(async () => (await summaryDrift(store, taskIds)).length === 0, 30_000).catch(() => undefined)
       expect(await summaryDrift(store, taskIds)).toEqual([])

@@ -7,18 +7,16 @@
 // Asserted: both instances keep answering queries and mutations throughout, the feeds are
 // repaired (WorkspaceResync, or holes filled from the database), and afterwards every client's
 // view, kept by the client SDK's documented rules, equals what the database stores.
-import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { createTaskClient, type TaskClient } from '../../src/client/index.ts'
 import type { Store } from '../../src/store/store.ts'
 import { readSummaryRows } from '../../src/store/summaries.ts'
-import { migratedDatabase } from '../support/databases.ts'
-import { INSTANCE_ADMIN_TOKEN, killAll, metricValue, startInstance, type Instance } from '../support/instances.ts'
+import { instanceCluster } from '../support/instance-cluster.ts'
+import { INSTANCE_ADMIN_TOKEN, metricValue, type Instance } from '../support/instances.ts'
 import { http, ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { openStore } from '../support/summary-rebuild.ts'
 import { eventually } from '../support/wait.ts'
 import { AddMessageDocument, CreateTaskDocument, SessionDetailDocument, StartSessionDocument, UpdateTaskDocument } from '../generated/graphql.ts'
@@ -36,26 +34,20 @@ const CLIENTS_PER_INSTANCE = 2
 const streaming = JSON.stringify({ script: Array.from({ length: 250 }, () => [{ stream: { kind: 'message', count: 500 } }, { sleep: 60 }]).flat() })
 
 describe('R3: redis-server down for 5 s under two instances (postgres)', () => {
-  const children: ChildProcess[] = []
+  const cluster = instanceCluster(['a', 'b'], { LOG_LEVEL: 'error' })
   const clients: { on: Instance; client: TaskClient; resyncs: number }[] = []
-  let redis: RedisServer
   let instances: [Instance, Instance]
   let store: Store
   let token: string
   let workspaceId: string
 
   beforeAll(async () => {
-    const databaseUrl = await migratedDatabase('postgres')
-    redis = await startRedisServer()
-    const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, LOG_LEVEL: 'error' }
-    instances = await Promise.all([startInstance('a', env, children), startInstance('b', env, children)])
-    store = await openStore(databaseUrl)
+    instances = cluster.instances
+    store = await openStore(cluster.databaseUrl)
     ;({ token, workspaceId } = await userWithWorkspace({ graphqlUrl: instances[0].url, adminToken: INSTANCE_ADMIN_TOKEN }, 'r3'))
   })
   afterAll(async () => {
     for (const { client } of clients) client.dispose()
-    killAll(children)
-    await redis?.stop()
     await store?.db.$disconnect()
   })
 
@@ -117,7 +109,7 @@ describe('R3: redis-server down for 5 s under two instances (postgres)', () => {
 
     const before = written
     await eventually(() => written >= before + 10)
-    await redis.crash()
+    await cluster.redis.crash()
     outage = true
     const outageStarted = performance.now()
     const duringOutage = written
@@ -131,7 +123,7 @@ describe('R3: redis-server down for 5 s under two instances (postgres)', () => {
       await new Promise((r) => setTimeout(r, 250))
     }
     const writtenInOutage = written - duringOutage
-    await redis.restart()
+    await cluster.redis.restart()
     outage = false
     recovered = true
     const afterRestart = written

@@ -3,11 +3,9 @@
 // processes: one stored message, one prompt dispatched to the one agent, every call answered with
 // that message.
 import { randomUUID } from 'node:crypto'
-import type { ChildProcess } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { killAll, startInstance, type Instance } from '../support/instances.ts'
+import { instanceCluster } from '../support/instance-cluster.ts'
+import type { Instance } from '../support/instances.ts'
 import { addMessage, agentSaid, newTask, session, settled, startSession } from '../support/instance-sessions.ts'
 import { openStore } from '../support/summary-rebuild.ts'
 import { eventually } from '../support/wait.ts'
@@ -17,22 +15,16 @@ const RETRIES = 100
 const MAX_ATTEMPTS = 20
 
 describe('R4: 100 concurrent retries of one clientMessageId over three instances', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
+  const cluster = instanceCluster(['A', 'B', 'C'], { RATE_LIMIT_MUTATIONS: '0', LOG_LEVEL: 'warn' })
   let store: Store
   let instances: Instance[]
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    const env = { DATABASE_URL: databaseUrl, REDIS_URL: redis.url, RATE_LIMIT_MUTATIONS: '0', LOG_LEVEL: 'warn' }
-    instances = await Promise.all(['A', 'B', 'C'].map((name) => startInstance(name, env, children)))
-    store = await openStore(databaseUrl)
+    instances = cluster.instances
+    store = await openStore(cluster.databaseUrl)
   })
   afterAll(async () => {
-    killAll(children)
     await store?.db.$disconnect()
-    await redis?.stop()
   })
 
   it('store one message, dispatch one prompt to the agent, and answer every call with that message', async () => {

@@ -2,11 +2,9 @@
 // its agent at once) while the agent streams a reply. The other instance takes the session over
 // once the dead owner's lease has run out, and nothing is lost: what was stored stays, the cut
 // turn is closed as interrupted, the session waits for input, and the next prompt is answered.
-import type { ChildProcess } from 'node:child_process'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { killAll, metricValue, startInstance, type Instance } from '../support/instances.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { instanceCluster } from '../support/instance-cluster.ts'
+import { metricValue, type Instance } from '../support/instances.ts'
 import { addMessage, agentSaid, newTask, script, session, settled, startSession, type SessionShape } from '../support/instance-sessions.ts'
 import { eventually } from '../support/wait.ts'
 
@@ -17,19 +15,12 @@ const RENEWAL_MS = Math.floor(LEASE_MS / 3)
 const RECOVERY_SLACK_MS = 2000
 
 describe('R7: the owner instance killed with kill -9 mid-turn', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
+  const cluster = instanceCluster(['owner', 'survivor'], { SESSION_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'warn' })
   let owner: Instance
   let survivor: Instance
 
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    const env = { DATABASE_URL: await migratedDatabase('postgres'), REDIS_URL: redis.url, SESSION_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'warn' }
-    ;[owner, survivor] = await Promise.all([startInstance('owner', env, children), startInstance('survivor', env, children)])
-  })
-  afterAll(async () => {
-    killAll(children)
-    await redis?.stop()
+  beforeAll(() => {
+    ;[owner, survivor] = cluster.instances
   })
 
   it('the survivor takes the session over within the lease, keeps every stored message, closes the cut turn and answers the next prompt', { timeout: 90_000 }, async () => {

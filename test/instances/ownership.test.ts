@@ -2,11 +2,9 @@
 // each session's agent runs on exactly one instance, commands sent anywhere are carried out there,
 // and when that instance dies (kill -9) or shuts down another one takes the session over.
 import { randomUUID } from 'node:crypto'
-import type { ChildProcess } from 'node:child_process'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { gql, gqlOk, killAll, metricValue, startInstance, type Instance } from '../support/instances.ts'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { instanceCluster } from '../support/instance-cluster.ts'
+import { gql, gqlOk, metricValue, type Instance } from '../support/instances.ts'
 import { addMessage, agentSaid, newTask, script, session, settled, startSession } from '../support/instance-sessions.ts'
 import { wsClient, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
@@ -14,20 +12,12 @@ import { SessionEventsDocument } from '../generated/graphql.ts'
 import { INSTANCE_ADMIN_TOKEN } from '../support/instances.ts'
 
 describe('several instances on one PostgreSQL and one Redis', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
-  let env: Record<string, string>
+  const cluster = instanceCluster(['A', 'B'], { SESSION_LEASE_MS: '3000' })
   let a: Instance
   let b: Instance
 
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    env = { DATABASE_URL: await migratedDatabase('postgres'), REDIS_URL: redis.url, SESSION_LEASE_MS: '3000' }
-    ;[a, b] = await Promise.all([startInstance('A', env, children), startInstance('B', env, children)])
-  })
-  afterAll(async () => {
-    killAll(children)
-    await redis?.stop()
+  beforeAll(() => {
+    ;[a, b] = cluster.instances
   })
 
   it('a prompt through B for a session A runs is dispatched by A: one agent process in all, the reply readable through A', async () => {
@@ -104,22 +94,14 @@ describe('several instances on one PostgreSQL and one Redis', () => {
 })
 
 describe('three instances, and the owner killed with kill -9', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
-  let env: Record<string, string>
+  const LEASE_MS = 3000
+  const cluster = instanceCluster(['A'], { SESSION_LEASE_MS: String(LEASE_MS) })
   let a: Instance
   let b: Instance
   let c: Instance
-  const LEASE_MS = 3000
 
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    env = { DATABASE_URL: await migratedDatabase('postgres'), REDIS_URL: redis.url, SESSION_LEASE_MS: String(LEASE_MS) }
-    a = await startInstance('A', env, children)
-  })
-  afterAll(async () => {
-    killAll(children)
-    await redis?.stop()
+  beforeAll(() => {
+    ;[a] = cluster.instances
   })
 
   it('instances started while a turn is in flight on A reset nothing: the turn runs on, on its one agent', { timeout: 60_000 }, async () => {
@@ -128,7 +110,7 @@ describe('three instances, and the owner killed with kill -9', () => {
     const sessionId = await startSession(a, taskId, script({ say: 'begin' }, { permission: { title: 'Go on?' } }, { say: 'end' }))
     const pendingId = await eventually(async () => (await session(a, sessionId)).messages.find((m) => m.status === 'PENDING')?.pendingId ?? undefined)
 
-    ;[b, c] = await Promise.all([startInstance('B', env, children), startInstance('C', env, children)])
+    ;[b, c] = await Promise.all([cluster.start('B'), cluster.start('C')])
     const during = await session(b, sessionId)
     expect(during.state).toBe('RUNNING')
     expect(during.turns.filter((t) => !t.lifecycleOnly && t.completedAt === null)).toHaveLength(1)
@@ -173,7 +155,7 @@ describe('three instances, and the owner killed with kill -9', () => {
       const subscriber = await wsClient(c.url.replace('http', 'ws'), INSTANCE_ADMIN_TOKEN)
       const events = wsSubscribe(subscriber, SessionEventsDocument, { sessionId })
       await events.waitFor(1)
-      await eventually(async () => (await redis.subscribers(`tss:session:${sessionId}`)) >= 1)
+      await eventually(async () => (await cluster.redis.subscribers(`tss:session:${sessionId}`)) >= 1)
 
       expect((await addMessage(b, taskId, sessionId, 'before the crash')).errors).toBeUndefined()
       await eventually(async () => {
@@ -236,21 +218,14 @@ describe('three instances, and the owner killed with kill -9', () => {
 })
 
 describe('an owner that does not answer, and one that shuts down', () => {
-  const children: ChildProcess[] = []
-  let redis: RedisServer
-  let a: Instance
-  let b: Instance
   // Long enough that no takeover happens while A is stopped.
   const LEASE_MS = 60_000
+  const cluster = instanceCluster(['A', 'B'], { SESSION_LEASE_MS: String(LEASE_MS), FORWARD_TIMEOUT_MS: '1500' })
+  let a: Instance
+  let b: Instance
 
-  beforeAll(async () => {
-    redis = await startRedisServer()
-    const env = { DATABASE_URL: await migratedDatabase('postgres'), REDIS_URL: redis.url, SESSION_LEASE_MS: String(LEASE_MS), FORWARD_TIMEOUT_MS: '1500' }
-    ;[a, b] = await Promise.all([startInstance('A', env, children), startInstance('B', env, children)])
-  })
-  afterAll(async () => {
-    killAll(children)
-    await redis?.stop()
+  beforeAll(() => {
+    ;[a, b] = cluster.instances
   })
 
   it('with the owner stopped (SIGSTOP) and its lease still valid, addMessage through B is UNAVAILABLE and nothing is stored, not even once the owner resumes', async () => {
