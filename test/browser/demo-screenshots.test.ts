@@ -65,8 +65,11 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
     await expect.poll(() => shownKinds(desktop, 'desktop'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
     await expect.poll(() => shownKinds(phone, 'phone'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
 
-    await desktop.locator('[data-switcher="desktop"] .task-row[data-primary="permission"]').first().click()
-    await desktop.locator('.pending.permission').first().waitFor()
+    // The activity answers requests as it goes, possibly the one just opened: open a row waiting
+    // for a permission until its session shows the pending request.
+    const permissionRow = desktop.locator('[data-switcher="desktop"] .task-row[data-primary="permission"]').first()
+    const pendingShown = () => desktop.locator('.pending.permission').first().waitFor({ timeout: 5_000 }).then(() => true, () => false)
+    await expect.poll(async () => (await permissionRow.click(), await pendingShown()), { timeout: 60_000 }).toBe(true)
     await desktop.screenshot({ path: path.join(DOCS, 'switcher-desktop.png') })
     await phone.screenshot({ path: path.join(DOCS, 'switcher-phone.png') })
     expect(errors).toEqual([])
