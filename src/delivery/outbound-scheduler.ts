@@ -13,7 +13,8 @@
  * session's own replaceable queue (at most its allowance), so they never take semantic room.
  * Semantic and replaceable frames also wait for the send window (send-window.ts): the bytes the
  * peer has not yet acknowledged reading stay about `targetDelayMs` of its pace, so a control frame
- * is not written behind megabytes held by the kernel. Control frames never wait for it.
+ * is not written behind megabytes held by the kernel. Control frames never wait for it, and
+ * neither does a full semantic lane: the lane's bound is for a peer that stopped reading.
  */
 import { SendWindow, type SendWindowLimits } from './send-window.ts'
 
@@ -244,7 +245,10 @@ export class OutboundScheduler {
   #next(): string | undefined {
     const control = this.#control.shift()
     if (control !== undefined) return control
-    if (this.#window && !this.#window.open) {
+    // The window paces a reader for latency; it is not a reason to close. Once the semantic lane
+    // is full, its frames go to the socket past the window, so only a socket that takes no more
+    // (a reader that stopped reading) makes the lane overflow with 1013, not a late pong.
+    if (this.#window && !this.#window.open && this.#semantic.length < this.limits.semantic) {
       if (this.#semantic.length > 0 || this.#replaceableCount > 0) this.#window.held()
       return undefined
     }

@@ -99,11 +99,32 @@ describe('the send window (acknowledged bytes in flight)', () => {
     expect(scheduler.window!.inFlight).toBeLessThan(scheduler.window!.size + 100)
   })
 
-  it('a peer that never answers leaves its frames queued under the existing bounds: the semantic lane overflows with 1013', () => {
+  it('a peer whose pongs are late (a busy client) is not closed: a full semantic lane is written past the window, in order', () => {
     const peer = simulatedPeer(0, { answers: false })
     const closes: string[] = []
     const scheduler = new OutboundScheduler(peer.socket, limits({ semantic: 4 }), { overflowClosed: (c) => closes.push(c) }, peer.clock)
-    for (let i = 0; i < 8; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 250))
+    for (let i = 0; i < 50; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 250))
+    expect(peer.closed).toBeUndefined()
+    expect(closes).toEqual([])
+    // The window still holds what the lane has room for.
+    expect(scheduler.depth.semantic).toBe(3)
+    expect(scheduler.window!.inFlight).toBeGreaterThan(scheduler.window!.size)
+
+    // Once it reads again, it gets every frame in order.
+    peer.bytesPerMs = 1_000_000
+    peer.tick(scheduler)
+    scheduler.acknowledge(peer.pings.at(-1)!)
+    peer.tick(scheduler)
+    expect(peer.read.map((r) => r.frame.replace(/\.+$/, ''))).toEqual(Array.from({ length: 50 }, (_, i) => `sem-${i}`))
+  })
+
+  it('a peer that stopped reading fills the socket, and then the semantic lane overflows with 1013', () => {
+    const peer = simulatedPeer(0, { answers: false })
+    const closes: string[] = []
+    const scheduler = new OutboundScheduler(peer.socket, limits({ semantic: 4 }), { overflowClosed: (c) => closes.push(c) }, peer.clock)
+    // ws's own buffer over the high-water mark: the kernel takes no more from this socket.
+    Object.assign(peer.socket, { bufferedAmount: DEFAULT_LIMITS.socketHighWater })
+    for (let i = 0; i < 4; i++) scheduler.enqueueSemantic(frame(`sem-${i}`, 250))
     expect(peer.closed).toBeUndefined()
     expect(scheduler.depth.semantic).toBe(4)
     scheduler.enqueueSemantic(frame('one too many', 250))
