@@ -14,6 +14,7 @@
  * the store (plus the length already written), never the message's whole content, and a write
  * appends at the database rather than rewriting the row.
  */
+import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 
 export type StreamKind = 'MESSAGE' | 'REASONING'
 
@@ -30,15 +31,6 @@ export interface StreamAppend {
   text: string
 }
 
-export interface Scheduler {
-  setTimeout(fn: () => void, ms: number): unknown
-  clearTimeout(handle: unknown): void
-}
-
-export const realScheduler: Scheduler = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-}
 
 export interface CoalescerStats {
   received: number

@@ -1,4 +1,4 @@
-import type { Scheduler } from './coalescer.ts'
+import type { Scheduler } from '../util/scheduler.ts'
 
 /** Backoff between attempts of a failed store write: a busy SQLite or a reset Postgres connection usually recovers within these. */
 export const WRITE_RETRY_DELAYS_MS = [50, 250, 1000, 4000] as const

@@ -26,7 +26,7 @@ import { findSession, getSession } from '../store/sessions.ts'
 import { getTaskWithRepositories } from '../store/tasks.ts'
 import { AgentLaunchError, AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
-import type { Scheduler } from './coalescer.ts'
+import type { Scheduler } from '../util/scheduler.ts'
 import { branchExists } from './launch-checks.ts'
 import { SessionRuntime } from './session-runtime.ts'
 

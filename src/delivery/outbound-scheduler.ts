@@ -109,6 +109,7 @@ export class OutboundScheduler {
   #replaceableCount = 0
   #semanticStreak = 0
   #closed = false
+  #closeWhenDrained: { code: number; reason: string } | undefined
   #writing = false
   /** Absent in FIFO mode: the baseline is a plain queue. */
   readonly #window: SendWindow | undefined
@@ -158,7 +159,7 @@ export class OutboundScheduler {
   }
 
   enqueueSemantic(frame: string, sessionId?: string): void {
-    if (this.#closed) return
+    if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
     if (sessionId !== undefined) this.#lane(sessionId).semanticEnqueued++
@@ -167,7 +168,7 @@ export class OutboundScheduler {
   }
 
   enqueueReplaceable(frame: string | ReplaceableFrame, sessionId: string, key: string): void {
-    if (this.#closed) return
+    if (this.#closed || this.#closeWhenDrained) return
     const entry = typeof frame === 'string' ? plainFrame(frame) : frame
     if (this.limits.fifo) return this.#enqueueFifo(entry.render())
     const lane = this.#lane(sessionId)
@@ -225,7 +226,10 @@ export class OutboundScheduler {
     try {
       while (!this.#closed && this.socket.bufferedAmount < this.limits.socketHighWater) {
         const next = this.#next()
-        if (next === undefined) return
+        if (next === undefined) {
+          if (this.#closeWhenDrained) this.close(this.#closeWhenDrained.code, this.#closeWhenDrained.reason)
+          return
+        }
         this.socket.send(next, this.#written)
         if (this.#window) {
           this.#window.wrote(Buffer.byteLength(next))
@@ -312,6 +316,22 @@ export class OutboundScheduler {
   #overflow(frameClass: FrameClass): void {
     this.events.overflowClosed?.(frameClass)
     this.close(1013, 'Try again later: outbound queue full')
+  }
+
+  /**
+   * Closes once the queued control frames are written (responses the peer is owed, such as the
+   * one that rotated its own token); subscription frames still queued are dropped, none is taken.
+   */
+  closeAfterControl(code: number, reason: string): void {
+    if (this.#closed) return
+    // In FIFO mode (a bench baseline) responses share the one queue: it drains whole.
+    if (!this.limits.fifo) {
+      this.#semantic.length = 0
+      this.#lanes.clear()
+      this.#replaceableCount = 0
+    }
+    this.#closeWhenDrained = { code, reason }
+    this.pump()
   }
 
   close(code: number, reason: string): void {

@@ -1,24 +1,25 @@
 import { randomUUID } from 'node:crypto'
 import type { Server as HttpServer } from 'node:http'
 import { WebSocketServer, type WebSocket } from 'ws'
-import { makeServer, CloseCode } from 'graphql-ws'
+import { makeServer, CloseCode, type Context as SocketContext } from 'graphql-ws'
 import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult, type FieldNode } from 'graphql'
 import { bearerToken } from '../auth/tokens.ts'
-import { principalForToken, type Principal } from '../store/users.ts'
-import type { Store } from '../store/store.ts'
+import type { AccessControl } from '../access/access-control.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { Context } from '../schema/context.ts'
 import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
 import { ConnectionMemberships } from './connection.ts'
+import { ConnectionAccess, REVOKED_DRAIN_MS } from './connection-access.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
 import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
-import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
+import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 import { Cohorts, MULTIPLEXABLE_FIELDS, type CohortSink } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
+import { forbidden } from '../errors.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
@@ -28,13 +29,16 @@ const KEEPALIVE_MS = 12_000
 interface Connection {
   memberships: ConnectionMemberships
   scheduler: OutboundScheduler
-  principal?: Principal
   /** Operation id → its context, for subscriptions (results are classified by their tag). */
   subscriptions: Map<string, Context>
   /** Logs and counts the close the server decides, once (server-closes.ts). */
   closedByServer: (code: number, detail?: Record<string, unknown>) => void
   /** Why onConnect refused, for the 4403 close line. */
   refusal?: string
+  /** graphql-ws's state of this socket: its operations, so a revoked one can be ended from here. */
+  socketContext?: SocketContext<Record<string, unknown> | undefined, { socket: WebSocket }>
+  /** The caller, each operation authorized against the token's current state, and what revocation ends. */
+  access: ConnectionAccess
 }
 
 type Enveloped = ReturnType<YogaServer['getEnveloped']>
@@ -81,7 +85,7 @@ export function frameHeader(data: string): { type: string; id?: string } {
 export function attachDeliveryGateway(options: {
   httpServer: HttpServer
   yoga: YogaServer
-  store: Store
+  access: AccessControl
   logger: Logger
   metrics: Metrics
   limits?: SchedulerLimits
@@ -97,7 +101,7 @@ export function attachDeliveryGateway(options: {
   /** graphql-ws closes a socket with 4408 when connection_init does not come within this (its default 3 s). */
   connectionInitWaitTimeoutMs?: number
 }) {
-  const { yoga, store, logger, metrics } = options
+  const { yoga, access, logger, metrics } = options
   const limits = options.limits ?? DEFAULT_LIMITS
   const connections = new Map<WebSocket, Connection>()
   const cohorts = new Cohorts(logger)
@@ -126,21 +130,22 @@ export function attachDeliveryGateway(options: {
     onConnect: async (ctx) => {
       const header = ctx.connectionParams?.authorization
       const token = bearerToken(typeof header === 'string' ? header : undefined)
-      const principal = token ? await principalForToken(store.db, token) : null
       const connection = connections.get(ctx.extra.socket)
-      if (!principal || !connection) {
+      if (!connection || !(await connection.access.connect(token))) {
         if (connection) connection.refusal = token ? 'unknown token' : 'no token'
         return false
       }
-      connection.principal = principal
+      connection.socketContext = ctx
       metrics.websocketConnections.inc()
       logger.debug({ action: 'ws.connect', client: connection.memberships.id }, 'websocket connected')
       return true
     },
     onOperation: (ctx, id, _payload, args, result) => {
       // Counted once a stream exists: a start refused or failed (FORBIDDEN, RATE_LIMITED) is an error, not a subscription.
-      if (Symbol.asyncIterator in result && getOperationAST(args.document, args.operationName)?.operation === 'subscription')
+      if (Symbol.asyncIterator in result && getOperationAST(args.document, args.operationName)?.operation === 'subscription') {
         subscriptionStats.beginOwned(ctx.extra.socket, id, 'ws', subscriptionField(args.schema, args.document, args.operationName))
+        connections.get(ctx.extra.socket)?.access.subscribed(id)
+      }
     },
     // Errors leave in the contract's shape and are counted here, where the frame carrying them is formed.
     onNext: (_ctx, _id, _payload, _args, result) => socketResult(result, countError),
@@ -152,6 +157,7 @@ export function attachDeliveryGateway(options: {
     },
     onComplete: (ctx, id) => {
       subscriptionStats.endOwned(ctx.extra.socket, id)
+      connections.get(ctx.extra.socket)?.access.ended(id)
       // Still listed by graphql-ws means a complete frame follows, and route() releases the entry once it
       // is queued behind the subscription's results; otherwise (the client completed, the operation
       // failed, the socket closed) no frame follows and this is the last chance.
@@ -159,7 +165,10 @@ export function attachDeliveryGateway(options: {
     },
     onSubscribe: async (ctx, id, payload) => {
       const connection = connections.get(ctx.extra.socket)!
-      const websocket: WebSocketOperationContext = { principal: connection.principal ?? null, connection: connection.memberships }
+      const since = connection.access.generation
+      const scopes: string[] = []
+      // The caller is set once the operation is known to be allowed (below).
+      const websocket: WebSocketOperationContext = { principal: null, connection: connection.memberships, onWorkspaceScope: (workspaceId) => scopes.push(workspaceId) }
       // Only what the context factory reads: the context lives as long as a subscription does.
       const enveloped = yoga.getEnveloped({ params: payload, websocket })
       let document
@@ -173,8 +182,11 @@ export function attachDeliveryGateway(options: {
       }
       const errors = enveloped.validate(enveloped.schema, document)
       if (errors.length > 0) return errors
-      const contextValue = (await enveloped.contextFactory()) as unknown as Context
       const operation = getOperationAST(document, payload.operationName)
+      // Authorized against the token's current state, not the state at connection_init.
+      websocket.principal = await connection.access.current(operation?.operation === 'mutation')
+      if (!websocket.principal) return [new GraphQLError("This connection's token no longer authenticates.", { extensions: { code: 'UNAUTHENTICATED' } })]
+      const contextValue = (await enveloped.contextFactory()) as unknown as Context
       let cohort: OperationRoot['cohort']
       if (operation?.operation === 'subscription') {
         // Checked and taken without an await in between, so concurrent subscribe messages cannot overshoot.
@@ -183,6 +195,7 @@ export function attachDeliveryGateway(options: {
         if (connection.subscriptions.size >= cap)
           return [new GraphQLError(`At most ${cap} subscriptions per connection; complete one first.`, { extensions: { code: 'BAD_USER_INPUT', limit: 'maxSubscriptionsPerConnection' } })]
         connection.subscriptions.set(id, contextValue)
+        connection.access.subscribing(id, scopes, since)
         const fields = operation.selectionSet.selections
         const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]!.name.value : undefined
         // A resume replays from its own cursor: a later member joining an earlier one's cohort would miss the replay.
@@ -192,7 +205,7 @@ export function attachDeliveryGateway(options: {
             key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]),
             sink: new CohortMember(connection, id),
           }
-      }
+      } else connection.access.answering(id)
       const rootValue: OperationRoot = { enveloped, cohort }
       return {
         schema: enveloped.schema,
@@ -232,6 +245,25 @@ export function attachDeliveryGateway(options: {
     }
   }
 
+  /**
+   * The caller's membership of the subscription's workspace was removed: it ends with FORBIDDEN as
+   * a client's complete would end it (graphql-ws then sends nothing more for it), and the
+   * connection's other operations go on.
+   */
+  function endForbidden(connection: Connection, id: string): void {
+    const operations = connection.socketContext?.subscriptions
+    // Null while the stream is being made: graphql-ws then returns it itself, seeing the id gone.
+    if (!operations || !(id in operations)) return
+    const operation = operations[id]
+    delete operations[id]
+    connection.subscriptions.delete(id)
+    const error = forbidden('this workspace').toJSON()
+    connection.scheduler.enqueueControl(`{"id":${JSON.stringify(id)},"type":"error","payload":${JSON.stringify([error])}}`)
+    countError('FORBIDDEN')
+    if (operation && 'return' in operation && typeof operation.return === 'function')
+      (operation.return(undefined) as Promise<unknown>).catch((err: unknown) => logger.warn({ err, client: connection.memberships.id, operation: id }, 'ending a forbidden subscription failed'))
+  }
+
   /** Sorts each outgoing graphql-ws frame into its delivery class. */
   function route(connection: Connection, data: string): void {
     const { type, id } = frameHeader(data)
@@ -253,6 +285,7 @@ export function attachDeliveryGateway(options: {
 
   wss.on('connection', (socket) => {
     const memberships = new ConnectionMemberships(randomUUID())
+    const timers = options.keepalive?.timers ?? realScheduler
     const scheduler = new OutboundScheduler(
       {
         get bufferedAmount() {
@@ -279,7 +312,23 @@ export function attachDeliveryGateway(options: {
         },
       },
     )
-    const connection: Connection = { memberships, scheduler, subscriptions: new Map(), closedByServer: closeRecorder(memberships.id) }
+    const connection: Connection = {
+      memberships,
+      scheduler,
+      subscriptions: new Map(),
+      closedByServer: closeRecorder(memberships.id),
+      access: new ConnectionAccess(access, {
+        closeRevoked: () => {
+          if (socket.readyState === socket.OPEN) connection.closedByServer(CloseCode.Forbidden, { refusal: 'token revoked' })
+          scheduler.closeAfterControl(CloseCode.Forbidden, 'Forbidden')
+          // A socket that takes no more never drains: closed anyway, within the contract's second.
+          timers.setTimeout(() => socket.terminate(), REVOKED_DRAIN_MS)
+        },
+        closeNow: () => scheduler.close(CloseCode.Forbidden, 'Forbidden'),
+        endSubscription: (id) => endForbidden(connection, id),
+        timers,
+      }),
+    }
     connections.set(socket, connection)
     // ws emits this when it refused what the client sent (too big, bad UTF-8, bad framing) and has already closed.
     socket.once('error', (error: Error & { code?: string }) => {
@@ -288,7 +337,6 @@ export function attachDeliveryGateway(options: {
       socket.close(CloseCode.InternalServerError, 'Internal server error')
     })
     const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
-    const timers = options.keepalive?.timers ?? realScheduler
     let answered = true
     // Keepalive pings carry no payload; the scheduler's window probes do (send-window.ts). Any pong proves the peer alive.
     socket.on('pong', (payload: Buffer) => {
@@ -330,6 +378,7 @@ export function attachDeliveryGateway(options: {
     socket.once('close', (code, reason) => {
       timers.clearTimeout(keepaliveTimer)
       connections.delete(socket)
+      connection.access.closed()
       subscriptionStats.endAllOwned(socket)
       scheduler.close(code, String(reason)) // drops whatever was still queued for the gone socket
       options.onConnectionClosed?.(memberships.id)

@@ -1,4 +1,4 @@
-import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
+import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 import type { Logger } from '../observability/logger.ts'
 import { purgeTombstones } from '../store/feed.ts'
 import type { Store } from '../store/store.ts'

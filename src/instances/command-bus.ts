@@ -3,7 +3,7 @@ import type { Logger } from '../observability/logger.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { CommandOutcome, InstanceMessage, SessionCommand } from './commands.ts'
-import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
+import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 
 export interface PendingRequest {
   requestId: string

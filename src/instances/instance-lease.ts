@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { Store } from '../store/store.ts'
 import { expireInstance, reacquireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
-import type { Scheduler } from '../agents/coalescer.ts'
+import type { Scheduler } from '../util/scheduler.ts'
 
 /** Readable in logs, unique per process start: a restarted server is a new instance. */
 export function newInstanceId(): string {

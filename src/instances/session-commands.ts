@@ -6,7 +6,7 @@ import { findSession, getSession, gitOfSessions, unfinishedSessionsOfTask } from
 import type { Store } from '../store/store.ts'
 import { claimSession, instanceIsLive, LIVE_SESSION_STATES, ownerOf, type ClaimedSession, type SessionOwner } from '../store/instances.ts'
 import type { CommandBus } from './command-bus.ts'
-import { realScheduler, type Scheduler } from '../agents/coalescer.ts'
+import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 import { CLAIMS_OWNERSHIP, sessionOf, type CommandOutcome, type CommandResult, type SessionCommand } from './commands.ts'
 import type { InstanceMetrics } from './instance-metrics.ts'
 

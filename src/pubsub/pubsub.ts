@@ -6,6 +6,7 @@
 
 import type { SummaryPayload } from '../summary/types.ts'
 import type { InstanceMessage } from '../instances/commands.ts'
+import type { AccessEvent } from '../access/access-events.ts'
 
 /** A summary replacement carries the whole bounded summary, so subscribers need no read per event. */
 export interface SummaryUpdatedPayload {
@@ -63,6 +64,8 @@ export interface Topics {
   session: SessionEventPayload
   /** Commands forwarded to the instance that owns a session, and their replies (key: instance id). */
   instance: InstanceMessage
+  /** Revoked tokens and memberships (one key, `all`): every instance ends what they opened. */
+  access: AccessEvent
 }
 
 export type Topic = keyof Topics
@@ -86,4 +89,5 @@ export const RESYNC: { [T in Topic]: (key: string, reason: string) => Topics[T] 
   workspace: (workspaceId, reason) => ({ type: 'WorkspaceResync', workspaceId, reason }),
   session: (sessionId, reason) => ({ type: 'SessionResync', sessionId, reason }),
   instance: (_instanceId, reason) => ({ kind: 'resync', reason }),
+  access: () => ({ type: 'resync' }),
 }

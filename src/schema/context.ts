@@ -7,6 +7,7 @@ import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { FeedServices } from '../feed/resumable-feed.ts'
 import type { Principal } from '../store/users.ts'
+import type { AccessControl } from '../access/access-control.ts'
 import { createLoaders, type Loaders } from './loaders.ts'
 
 /** What every resolver sees. Built per HTTP request and per WebSocket operation. */
@@ -21,11 +22,18 @@ export interface Context {
   repositoryRoots: readonly string[]
   /** The resumable workspace feed (database epoch, positions, replay). */
   feed: FeedServices
+  /** Callers by token, and the revocations that end what they opened. */
+  access: AccessControl
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
   connectionId?: string
   connection?: ConnectionScope
+  /**
+   * Given by the transport for a subscription: the resolver names the workspace whose membership
+   * allowed it, and the transport ends the subscription once that membership is removed.
+   */
+  onWorkspaceScope?: (workspaceId: string) => void
   /** Set by a subscription resolver for the result it is producing (delivery class and key). */
   deliveryTag?: DeliveryTag
 }
@@ -39,6 +47,7 @@ export interface ContextServices {
   logger: Logger
   repositoryRoots: readonly string[]
   feed: FeedServices
+  access: AccessControl
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {

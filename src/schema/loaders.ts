@@ -3,7 +3,7 @@ import { groupBy } from '../util/group-by.ts'
 import type { Store } from '../store/store.ts'
 import type { Projector } from '../projector/projector.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
-import { findSteps, findWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
+import { findSteps, findWorkspaces, membersOfWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
 import { linksOfWorkspaces } from '../store/github-links.ts'
 import { findSessions, gitOfSessions, latestMessagesOfSessions, latestTurnsOfSessions } from '../store/sessions.ts'
@@ -56,6 +56,10 @@ const LOADERS = {
   githubRepositoriesOfWorkspace: ({ store }: LoaderScope) =>
     new DataLoader(async (ids: readonly string[]) =>
       grouped(ids, await linksOfWorkspaces(store, ids), (l) => l.workspaceId).map((links) => links.map((l) => l.repository)),
+    ),
+  membersOfWorkspace: ({ store }: LoaderScope) =>
+    new DataLoader(async (ids: readonly string[]) =>
+      grouped(ids, await membersOfWorkspaces(store, ids), (m) => m.workspaceId).map((rows) => rows.map((m) => m.user)),
     ),
   stepsOfWorkspace: ({ store }: LoaderScope) =>
     new DataLoader(async (ids: readonly string[]) => grouped(ids, await stepsOfWorkspaces(store, ids), (s) => s.workspaceId)),

@@ -6,7 +6,10 @@ import { createMetrics } from '../observability/metrics.ts'
 import { connectDatabase, isDatabaseSaturated } from '../store/db.ts'
 import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
-import { bootstrapAdmin } from '../store/users.ts'
+import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
+import { memberWorkspaceIds } from '../store/workspaces.ts'
+import { AccessControl } from '../access/access-control.ts'
+import { hashToken } from '../auth/tokens.ts'
 import { createMemoryPubSub } from '../pubsub/memory.ts'
 import { createRedisPubSub } from '../pubsub/redis.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
@@ -27,7 +30,7 @@ import { SessionService } from '../agents/session-service.ts'
 import { GitMonitor } from '../git/monitor.ts'
 import { agentProfiles } from '../agents/profiles.ts'
 import { createAgentMetrics } from '../agents/agent-metrics.ts'
-import type { Scheduler } from '../agents/coalescer.ts'
+import type { Scheduler } from '../util/scheduler.ts'
 import type { SchedulerLimits } from '../delivery/outbound-scheduler.ts'
 import { InstanceLease, newInstanceId } from '../instances/instance-lease.ts'
 import { CommandBus } from '../instances/command-bus.ts'
@@ -65,6 +68,7 @@ export interface RunningServer {
   port: number
   store: Store
   pubsub: PubSub
+  access: AccessControl
   projector: Projector
   /** This instance's agents (the sessions it owns). */
   sessions: SessionService
@@ -136,6 +140,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     logger.warn({ revokedTokens: admin.revokedTokens }, 'admin token from ADMIN_TOKEN replaces the earlier admin token; the old one is revoked')
 
   const pubsub = config.redisUrl ? createRedisPubSub(config.redisUrl, logger) : createMemoryPubSub()
+  const access = new AccessControl({
+    pubsub,
+    logger,
+    lookup: (tokenHash) => principalForTokenHash(db, tokenHash),
+    isMember: async (userId, workspaceId) => (await memberWorkspaceIds(store, userId, [workspaceId])).has(workspaceId),
+  })
+  access.start()
+  // ADMIN_TOKEN replaced earlier admin tokens: sockets other instances opened with one close (a rotation).
+  if (config.adminToken && admin.revokedTokens)
+    await access.publish({ type: 'credentials-revoked', userId: admin.adminUserId, keepTokenHash: hashToken(config.adminToken) })
   const stopTaskFeed = startTaskFeed(store.events, pubsub, logger)
   const feedMetrics = createFeedMetrics(metrics.registry)
   const feed = { store, pubsub, logger, metrics: feedMetrics, epoch: await ensureFeedEpoch(store) }
@@ -191,7 +205,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   commands.start()
 
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
-  const yoga = createYogaServer({ store, pubsub, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, rateLimits })
+  const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, rateLimits })
   serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
@@ -218,7 +232,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000
-  const websocket = attachDeliveryGateway({ httpServer, yoga, store, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => commands.unfocus(id), acceptingConnections: () => readiness.ready, ...options.websocket })
+  const websocket = attachDeliveryGateway({ httpServer, yoga, access, logger, metrics, limits: options.deliveryLimits, maxSubscriptionsPerConnection: config.maxSubscriptionsPerConnection, multiplex: options.multiplexSubscriptions, onConnectionClosed: (id) => commands.unfocus(id), acceptingConnections: () => readiness.ready, ...options.websocket })
 
   const port = (httpServer.address() as AddressInfo).port
   const host = config.host.includes(':') ? `[${config.host}]` : config.host
@@ -251,6 +265,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await sessions.shutdown()
       await lease.release().catch((error: unknown) => logger.warn({ err: error }, 'lease release failed; it lapses by itself'))
       stopTaskFeed()
+      await access.stop()
       stopTombstoneRetention()
       projector.stop()
       await projector.idle()
@@ -262,5 +277,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, projector, sessions, commands, instanceId, lease, git, readiness, logger, httpServer, gateway: websocket, close }
+  return { url, port, store, pubsub, access, projector, sessions, commands, instanceId, lease, git, readiness, logger, httpServer, gateway: websocket, close }
 }

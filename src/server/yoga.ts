@@ -2,7 +2,7 @@ import { createYoga } from 'graphql-yoga'
 import { getSchema } from '../schema/schema.ts'
 import { buildContext, type Context, type ContextServices } from '../schema/context.ts'
 import { bearerToken } from '../auth/tokens.ts'
-import { principalForToken, type Principal } from '../store/users.ts'
+import type { Principal } from '../store/users.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { ConnectionScope } from '../delivery/connection.ts'
@@ -10,12 +10,14 @@ import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './
 import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
 import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
 import { errorCodesPlugin, maskError } from './error-codes.ts'
+import { useAccessEnforcement } from './use-access-enforcement.ts'
 import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
   principal: Principal | null
   connection: ConnectionScope
+  onWorkspaceScope: (workspaceId: string) => void
 }
 
 export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits }) {
@@ -37,10 +39,10 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     },
     context: async (initial): Promise<Context> => {
       const ws = initial.websocket as WebSocketOperationContext | undefined
-      if (ws) return buildContext(services, ws.principal, ws.connection)
+      if (ws) return { ...buildContext(services, ws.principal, ws.connection), onWorkspaceScope: ws.onWorkspaceScope }
       const request = initial.request as Request
-      const token = bearerToken(request.headers.get('authorization'))
-      const principal = token ? await principalForToken(services.store.db, token) : null
+      // Every HTTP request reads the token's current state: a revoked token fails its very next request.
+      const principal = await services.access.principal(bearerToken(request.headers.get('authorization')), { fresh: true })
       return buildContext(services, principal)
     },
     plugins: [
@@ -50,6 +52,7 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
       ...operationLimitPlugins(),
       ...(services.rateLimits ? [rateLimitPlugin(services.rateLimits)] : []),
       graphiqlAssetsPlugin(),
+      useAccessEnforcement(),
     ],
   })
 }

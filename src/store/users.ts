@@ -4,14 +4,53 @@ import { generateToken, hashToken } from '../auth/tokens.ts'
 export interface Principal {
   userId: string
   isAdmin: boolean
+  /** The hash of the token that authenticated this caller: revocation ends what this token opened. */
+  tokenHash?: string
 }
 
-export async function principalForToken(db: Db, token: string): Promise<Principal | null> {
+/** The caller a token authenticates: only the current token of an active user does. */
+export async function principalForTokenHash(db: Db, tokenHash: string): Promise<Principal | null> {
   const row = await db.apiToken.findUnique({
-    where: { tokenHash: hashToken(token) },
-    select: { user: { select: { id: true, isAdmin: true } } },
+    where: { tokenHash },
+    select: { user: { select: { id: true, isAdmin: true, active: true } } },
   })
-  return row ? { userId: row.user.id, isAdmin: row.user.isAdmin } : null
+  return row?.user.active ? { userId: row.user.id, isAdmin: row.user.isAdmin, tokenHash } : null
+}
+
+export function principalForToken(db: Db, token: string): Promise<Principal | null> {
+  return principalForTokenHash(db, hashToken(token))
+}
+
+export function listUsers(db: Db) {
+  return db.user.findMany({ orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] })
+}
+
+/**
+ * Replaces every token of the user with one new token, in one transaction (there is no moment
+ * with two valid, nor with none). Null when the user is unknown.
+ */
+export async function rotateUserToken(db: Db, userId: string) {
+  const token = generateToken()
+  const tokenHash = hashToken(token)
+  const user = await db.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { id: userId } })
+    if (!user?.active) return user
+    await tx.apiToken.deleteMany({ where: { userId } })
+    await tx.apiToken.create({ data: { userId, tokenHash, label: 'rotated' } })
+    return user
+  })
+  if (!user) return null
+  return user.active ? { user, token, tokenHash } : { user }
+}
+
+/** Marks the user inactive and deletes its tokens. Null when the user is unknown. */
+export async function deactivateUser(db: Db, userId: string) {
+  return db.$transaction(async (tx) => {
+    const user = await tx.user.findUnique({ where: { id: userId } })
+    if (!user) return null
+    await tx.apiToken.deleteMany({ where: { userId } })
+    return user.active ? tx.user.update({ where: { id: userId }, data: { active: false } }) : user
+  })
 }
 
 /** Creates a user with a fresh token; the token is returned once and only its hash is kept. */

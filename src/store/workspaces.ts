@@ -26,6 +26,22 @@ export async function addMember({ db }: Store, workspaceId: string, userId: stri
   })
 }
 
+/** Removes the membership; true when there was one. */
+export async function removeMember({ db }: Store, workspaceId: string, userId: string): Promise<boolean> {
+  const { count } = await db.membership.deleteMany({ where: { workspaceId, userId } })
+  return count > 0
+}
+
+/** The members of each workspace, oldest membership first. */
+export async function membersOfWorkspaces({ db }: Store, workspaceIds: readonly string[]) {
+  const rows = await db.membership.findMany({
+    where: { workspaceId: { in: [...workspaceIds] } },
+    orderBy: [{ createdAt: 'asc' }, { userId: 'asc' }],
+    select: { workspaceId: true, user: true },
+  })
+  return rows
+}
+
 export function findWorkspaces({ db }: Store, ids: readonly string[]) {
   return db.workspace.findMany({ where: { id: { in: [...ids] } } })
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { MAX_QUEUED_WRITES, SessionCoalescer, type CoalescerSink, type Scheduler } from '../../src/agents/coalescer.ts'
+import { MAX_QUEUED_WRITES, SessionCoalescer, type CoalescerSink } from '../../src/agents/coalescer.ts'
+import type { Scheduler } from '../../src/util/scheduler.ts'
 
 /** Timers that fire only when the test advances time: deterministic windows. */
 function manualScheduler() {

@@ -9,7 +9,7 @@ import { userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
 import { OPERATION_LIMITS } from '../../src/server/operation-limits.ts'
-import type { Scheduler } from '../../src/agents/coalescer.ts'
+import type { Scheduler } from '../../src/util/scheduler.ts'
 
 type LogLine = { level: number; action?: string; client?: string; code?: number; reason?: string; [key: string]: unknown }
 
@@ -244,7 +244,7 @@ describe('every close the server decides is logged once and counted (sqlite, rea
     const line = await expectOneClose(overflowServer, overflow, 1013, 'queue_overflow', async () => {
       client.send({ type: 'connection_init', payload: { authorization: `Bearer ${overflowToken}` } })
       // The ack is queued, never written: the server's side of the handshake shows the connection accepted.
-      await eventually(() => overflowServer.gateway.connections().some((c) => c.principal))
+      await eventually(() => overflowServer.gateway.connections().some((c) => c.access.principal))
       for (let i = 0; i < 3; i++) client.send({ id: `q${i}`, type: 'subscribe', payload: { query: '{ __typename }' } })
       expect((await client.closed).code).toBe(1013)
     })

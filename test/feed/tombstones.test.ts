@@ -15,7 +15,7 @@ import { compareAndUpdateSummary } from '../../src/store/summaries.ts'
 import { ensureFeedEpoch, feedHead, purgeTombstones } from '../../src/store/feed.ts'
 import { startTombstoneRetention } from '../../src/feed/tombstone-retention.ts'
 import { createFeedMetrics } from '../../src/feed/feed-metrics.ts'
-import type { Scheduler } from '../../src/agents/coalescer.ts'
+import type { Scheduler } from '../../src/util/scheduler.ts'
 
 const HOUR = 3_600_000
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' })

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { pino } from 'pino'
 import { createMemoryPubSub } from '../../src/pubsub/memory.ts'
 import { CommandBus } from '../../src/instances/command-bus.ts'
-import type { Scheduler } from '../../src/agents/coalescer.ts'
+import type { Scheduler } from '../../src/util/scheduler.ts'
 import type { CommandOutcome, SessionCommand } from '../../src/instances/commands.ts'
 
 /** Timers and a clock moved by the test. */

@@ -283,6 +283,7 @@ builder.subscriptionField('sessionEvents', (t) =>
     subscribe: async (_root, { sessionId }, ctx) => {
       const session = await requireReadableSession(ctx, sessionId)
       if (!session) throw notFound('Session', sessionId)
+      ctx.onWorkspaceScope?.((await ctx.loaders.task.load(session.taskId))!.workspaceId)
       const chain = new AppendChain()
       // Live events first, snapshot second: nothing that happens in between is lost.
       const live = ctx.pubsub.subscribe('session', sessionId, {

@@ -105,6 +105,7 @@ async function workspaceFeed(ctx: Context, workspaceId: string, after: string | 
   // Validated before anything is subscribed: a malformed cursor is the client's error.
   const position = after == null ? undefined : decodeFeedCursor(after)
   await requireWorkspaceMember(ctx, workspaceId)
+  ctx.onWorkspaceScope?.(workspaceId)
   const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly })
   return transformIterator(items, (item) => resolveWorkspaceEvent(ctx, item))
 }

@@ -2,11 +2,12 @@ import { builder } from '../builder.ts'
 import { requireAdmin, requirePrincipal, requireWorkspaceMember } from '../authorize.ts'
 import { boundedText } from '../validate.ts'
 import { badInput, notFound } from '../../errors.ts'
-import { addMember, createWorkspace } from '../../store/workspaces.ts'
+import { addMember, createWorkspace, removeMember } from '../../store/workspaces.ts'
 import { linkRepository, unlinkRepository } from '../../store/github-links.ts'
 import { parseRepositoryFullName } from '../../github/repository-name.ts'
 import type { WorkspaceRow } from '../../store/rows.ts'
 import type { Context } from '../context.ts'
+import { UserRef } from './user.ts'
 
 export const WorkspaceRef = builder.objectRef<WorkspaceRow>('Workspace').implement({
   fields: (t) => ({
@@ -16,6 +17,11 @@ export const WorkspaceRef = builder.objectRef<WorkspaceRow>('Workspace').impleme
       description:
         "GitHub repositories (owner/name) whose signed deliveries may reach this workspace's task repositories. Set by the admin.",
       resolve: (workspace, _args, ctx) => ctx.loaders.githubRepositoriesOfWorkspace.load(workspace.id),
+    }),
+    members: t.field({
+      type: [UserRef],
+      description: 'The users who may read and act in this workspace.',
+      resolve: (workspace, _args, ctx) => ctx.loaders.membersOfWorkspace.load(workspace.id),
     }),
   }),
 })
@@ -41,6 +47,27 @@ builder.mutationField('addWorkspaceMember', (t) =>
       if (!workspace) throw notFound('Workspace', workspaceId)
       if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
       await addMember(ctx.store, workspaceId, userId)
+      return workspace
+    },
+  }),
+)
+
+builder.mutationField('removeWorkspaceMember', (t) =>
+  t.field({
+    type: WorkspaceRef,
+    description: `Admin token or a member of the workspace. From then on the removed user reads and acts
+in it no more: within 1 s, on every instance, each of its open workspaceEvents and sessionEvents
+subscriptions in that workspace ends with a FORBIDDEN error (its connection stays open for its
+other workspaces), and its next operation there is FORBIDDEN.`,
+    args: { workspaceId: t.arg.id({ required: true }), userId: t.arg.id({ required: true }) },
+    resolve: async (_root, { workspaceId, userId }, ctx) => {
+      if (!requirePrincipal(ctx).isAdmin) await requireWorkspaceMember(ctx, workspaceId)
+      const workspace = await ctx.loaders.workspace.load(workspaceId)
+      if (!workspace) throw notFound('Workspace', workspaceId)
+      if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
+      // Published even when no membership was left: an earlier removal's event may have been missed.
+      await removeMember(ctx.store, workspaceId, userId)
+      await ctx.access.publish({ type: 'membership-removed', userId, workspaceId })
       return workspace
     },
   }),

@@ -1,0 +1,185 @@
+import { hashToken } from '../auth/tokens.ts'
+import type { Logger } from '../observability/logger.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
+import type { Principal } from '../store/users.ts'
+import type { AccessEvent } from './access-events.ts'
+
+/** Why something a caller holds open was ended. */
+export type AccessEnd = 'credentials' | 'membership'
+
+/**
+ * Something open that a caller's access allowed: a WebSocket connection (no workspace) or one
+ * subscription in a workspace. `end` is called at most once, when that access is gone.
+ */
+export interface AccessHolder {
+  userId: string
+  /** The token it was opened with; absent: any revocation of the user ends it. */
+  tokenHash?: string
+  workspaceId?: string
+  end(why: AccessEnd): void
+}
+
+export interface AccessControlDeps {
+  pubsub: PubSub
+  logger: Logger
+  /** The authoritative lookup (the database): a token's caller, only for an active user's current token. */
+  lookup(tokenHash: string): Promise<Principal | null>
+  /** Whether the user is still a member of the workspace (used after a pub/sub gap only). */
+  isMember(userId: string, workspaceId: string): Promise<boolean>
+  now?: () => number
+  /** How long a looked-up caller is trusted without an event (a bound should an event be lost). */
+  cacheMs?: number
+  maxCached?: number
+}
+
+/** Events applied lately, so a holder registered just after one (its check read older state) still ends. */
+const RECENT_EVENTS = 256
+
+/**
+ * Access that ends when it should (contract v1.3), for one instance. Revocations travel as events
+ * on the `access` pub/sub topic, which every instance follows: each ends what it holds open for
+ * the revoked token or membership, so open sockets and subscriptions cost no database read per
+ * frame. Callers are looked up by token hash and kept for a few seconds; an event drops them at
+ * once, and a gap in the pub/sub (Redis reconnected) drops them all and re-checks every holder.
+ */
+export class AccessControl {
+  readonly #holders = new Map<string, Set<AccessHolder>>()
+  readonly #cache = new Map<string, { principal: Principal; until: number }>()
+  readonly #recent: { generation: number; event: AccessEvent }[] = []
+  /** Bumped by every event: a lookup that began before one is not cached. */
+  #generation = 0
+  #listening: AsyncIterableIterator<AccessEvent> | undefined
+  readonly #now: () => number
+  readonly #cacheMs: number
+  readonly #maxCached: number
+
+  constructor(private readonly deps: AccessControlDeps) {
+    this.#now = deps.now ?? (() => performance.now())
+    this.#cacheMs = deps.cacheMs ?? 5_000
+    this.#maxCached = deps.maxCached ?? 10_000
+  }
+
+  get generation(): number {
+    return this.#generation
+  }
+
+  /** Holders registered now (tests prove every way an owner ends frees its entry). */
+  get heldCount(): number {
+    let count = 0
+    for (const set of this.#holders.values()) count += set.size
+    return count
+  }
+
+  /** The caller of a bearer token, or null. `fresh` reads the database whatever is cached (mutations). */
+  principal(token: string | undefined, options: { fresh?: boolean } = {}): Promise<Principal | null> {
+    return token ? this.principalByHash(hashToken(token), options) : Promise.resolve(null)
+  }
+
+  async principalByHash(tokenHash: string, { fresh = false }: { fresh?: boolean } = {}): Promise<Principal | null> {
+    const cached = this.#cache.get(tokenHash)
+    if (!fresh && cached && cached.until > this.#now()) return cached.principal
+    const generation = this.#generation
+    const principal = await this.deps.lookup(tokenHash)
+    this.#cache.delete(tokenHash)
+    // A revocation applied while the read was in flight may postdate what it read: not cached.
+    if (principal && generation === this.#generation) {
+      if (this.#cache.size >= this.#maxCached) this.#cache.delete(this.#cache.keys().next().value!)
+      this.#cache.set(tokenHash, { principal, until: this.#now() + this.#cacheMs })
+    }
+    return principal
+  }
+
+  /**
+   * Registers something open; returns its release (call it on every way the holder ends). `since`
+   * is the generation read before its access was checked: an event applied after that ends it at
+   * once, so a revocation racing the check is not missed.
+   */
+  hold(holder: AccessHolder, since = this.#generation): () => void {
+    let set = this.#holders.get(holder.userId)
+    if (!set) this.#holders.set(holder.userId, (set = new Set()))
+    set.add(holder)
+    const release = () => this.#release(holder)
+    if (since < this.#generation)
+      for (const { generation, event } of this.#recent) if (generation > since && this.#ends(event, holder)) this.#end(holder, event)
+    return release
+  }
+
+  /** Applies the event here at once, then tells every other instance. */
+  async publish(event: AccessEvent): Promise<void> {
+    this.apply(event)
+    await this.deps.pubsub.publish('access', 'all', event)
+  }
+
+  apply(event: AccessEvent): void {
+    this.#generation++
+    if (event.type === 'resync') return this.#resync()
+    this.#recent.push({ generation: this.#generation, event })
+    if (this.#recent.length > RECENT_EVENTS) this.#recent.shift()
+    if (event.type === 'credentials-revoked')
+      for (const [hash, entry] of this.#cache) if (entry.principal.userId === event.userId && hash !== event.keepTokenHash) this.#cache.delete(hash)
+    for (const holder of [...(this.#holders.get(event.userId) ?? [])]) if (this.#ends(event, holder)) this.#end(holder, event)
+  }
+
+  /** Follows the other instances' events (this instance's own come back too; applying twice ends nothing new). */
+  start(): void {
+    const events = this.deps.pubsub.subscribe('access', 'all', { bufferLimit: 10_000, onOverflow: () => ({ type: 'resync' }) })
+    this.#listening = events
+    void (async () => {
+      for await (const event of events) this.apply(event)
+    })().catch((error: unknown) => this.deps.logger.error({ err: error, action: 'access.listen' }, 'following access events failed'))
+  }
+
+  async stop(): Promise<void> {
+    await this.#listening?.return?.()
+    this.#listening = undefined
+  }
+
+  #ends(event: AccessEvent, holder: AccessHolder): boolean {
+    if (event.type === 'credentials-revoked')
+      return holder.userId === event.userId && (event.keepTokenHash === undefined || holder.tokenHash !== event.keepTokenHash)
+    if (event.type === 'membership-removed') return holder.userId === event.userId && holder.workspaceId === event.workspaceId
+    return false
+  }
+
+  #end(holder: AccessHolder, event: AccessEvent): void {
+    if (!this.#release(holder)) return
+    try {
+      holder.end(event.type === 'membership-removed' ? 'membership' : 'credentials')
+    } catch (error) {
+      this.deps.logger.error({ err: error, action: 'access.end' }, 'ending a revoked holder failed')
+    }
+  }
+
+  #release(holder: AccessHolder): boolean {
+    const set = this.#holders.get(holder.userId)
+    if (!set?.delete(holder)) return false
+    if (set.size === 0) this.#holders.delete(holder.userId)
+    return true
+  }
+
+  /** Events may have been missed: nothing cached is trusted, and every holder is checked again. */
+  #resync(): void {
+    this.#cache.clear()
+    const holders = [...this.#holders.values()].flatMap((set) => [...set])
+    this.deps.logger.warn({ holders: holders.length, action: 'access.resync' }, 'access events may have been missed; re-checking open holders')
+    void this.#recheck(holders).catch((error: unknown) =>
+      this.deps.logger.error({ err: error, action: 'access.resync' }, 're-checking access after a pub/sub gap failed'),
+    )
+  }
+
+  async #recheck(holders: AccessHolder[]): Promise<void> {
+    const byToken = new Map<string, Promise<Principal | null>>()
+    for (const holder of holders) {
+      if (holder.tokenHash !== undefined) {
+        let lookup = byToken.get(holder.tokenHash)
+        if (!lookup) byToken.set(holder.tokenHash, (lookup = this.deps.lookup(holder.tokenHash)))
+        if (!(await lookup)) {
+          this.#end(holder, { type: 'credentials-revoked', userId: holder.userId })
+          continue
+        }
+      }
+      if (holder.workspaceId !== undefined && !(await this.deps.isMember(holder.userId, holder.workspaceId)))
+        this.#end(holder, { type: 'membership-removed', userId: holder.userId, workspaceId: holder.workspaceId })
+    }
+  }
+}

@@ -1,0 +1,120 @@
+import type { AccessControl } from '../access/access-control.ts'
+import type { Principal } from '../store/users.ts'
+import type { Scheduler } from '../util/scheduler.ts'
+
+/** Longest a revoked socket waits for the answers it is owed before it closes anyway. */
+export const REVOKED_DRAIN_MS = 500
+
+export interface ConnectionAccessHooks {
+  /** Closes the socket once the queued responses are written (4403). */
+  closeRevoked(): void
+  /** Closes the socket now, whatever is queued (the drain took too long). */
+  closeNow(): void
+  /** Ends one subscription with a FORBIDDEN error; the connection stays open. */
+  endSubscription(id: string): void
+  timers: Scheduler
+}
+
+/**
+ * One WebSocket connection's access (contract v1.3): the caller its token authenticates, each
+ * operation authorized against the token's current state, and an entry in the instance's
+ * AccessControl for the socket (its token) and for each subscription (its workspace), so a
+ * revocation on any instance closes the socket with 4403 or ends the subscription with FORBIDDEN.
+ * Every entry is released on every way its owner ends.
+ */
+export class ConnectionAccess {
+  principal: Principal | undefined
+  #revoked = false
+  #release: (() => void) | undefined
+  /** Subscription id → the workspaces its resolver named, and the access generation it was checked at. */
+  readonly #pending = new Map<string, { workspaces: string[]; since: number }>()
+  /** Subscription id → releases of its workspace entries. */
+  readonly #holds = new Map<string, (() => void)[]>()
+  /** Queries and mutations being answered: a revoked socket closes once they are written. */
+  readonly #answering = new Set<string>()
+  #drainTimer: unknown
+
+  constructor(
+    private readonly access: AccessControl,
+    private readonly hooks: ConnectionAccessHooks,
+  ) {}
+
+  get revoked(): boolean {
+    return this.#revoked
+  }
+
+  /** connection_init: true when the token authenticates (the socket is then tied to it). */
+  async connect(token: string | undefined): Promise<boolean> {
+    const since = this.access.generation
+    const principal = await this.access.principal(token)
+    if (!principal) return false
+    this.principal = principal
+    this.#release = this.access.hold({ userId: principal.userId, tokenHash: principal.tokenHash, end: () => this.revoke() }, since)
+    return true
+  }
+
+  /**
+   * The caller for one operation, or null (the socket is then closing). A mutation reads the
+   * database; a query or subscription takes the cached caller, which every revocation drops.
+   */
+  async current(fresh: boolean): Promise<Principal | null> {
+    const tokenHash = this.principal?.tokenHash
+    const principal = this.#revoked || tokenHash === undefined ? null : await this.access.principalByHash(tokenHash, { fresh })
+    if (!principal) this.revoke()
+    return principal
+  }
+
+  /** Generation to pass to `subscribing`, read before the operation's own checks. */
+  get generation(): number {
+    return this.access.generation
+  }
+
+  subscribing(id: string, workspaces: string[], since: number): void {
+    this.#pending.set(id, { workspaces, since })
+  }
+
+  answering(id: string): void {
+    this.#answering.add(id)
+  }
+
+  /** The subscription's stream exists: from now on, removal from any of its workspaces ends it. */
+  subscribed(id: string): void {
+    const pending = this.#pending.get(id)
+    this.#pending.delete(id)
+    const { userId, tokenHash } = this.principal ?? {}
+    if (!pending || userId === undefined || pending.workspaces.length === 0) return
+    const releases: (() => void)[] = []
+    this.#holds.set(id, releases)
+    for (const workspaceId of pending.workspaces)
+      releases.push(this.access.hold({ userId, tokenHash, workspaceId, end: () => this.hooks.endSubscription(id) }, pending.since))
+  }
+
+  /** Any operation ended (complete, error, refused, or its socket closed). */
+  ended(id: string): void {
+    this.#pending.delete(id)
+    for (const release of this.#holds.get(id) ?? []) release()
+    this.#holds.delete(id)
+    // graphql-ws writes the operation's complete frame right after this hook returns: close after it.
+    if (this.#answering.delete(id) && this.#revoked && this.#answering.size === 0) this.hooks.timers.setTimeout(() => this.hooks.closeRevoked(), 0)
+  }
+
+  /** The socket closed: every entry goes. */
+  closed(): void {
+    this.#release?.()
+    this.#release = undefined
+    for (const releases of this.#holds.values()) for (const release of releases) release()
+    this.#holds.clear()
+    this.#pending.clear()
+    this.#answering.clear()
+    if (this.#drainTimer !== undefined) this.hooks.timers.clearTimeout(this.#drainTimer)
+    this.#drainTimer = undefined
+  }
+
+  /** The token no longer authenticates: nothing more is taken, owed answers are written, then 4403. */
+  revoke(): void {
+    if (this.#revoked) return
+    this.#revoked = true
+    if (this.#answering.size === 0) return this.hooks.closeRevoked()
+    this.#drainTimer = this.hooks.timers.setTimeout(() => this.hooks.closeNow(), REVOKED_DRAIN_MS)
+  }
+}
