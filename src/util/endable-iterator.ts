@@ -10,14 +10,14 @@ export function endable<T>(source: AsyncIterable<T>, watch: (end: (error: Error)
   // Observed here too, so an end that comes while no next() waits is not an unhandled rejection.
   ended.catch(() => undefined)
   let finished = false
-  let cleanup: (() => void) | undefined
   const finish = async () => {
     if (finished) return
     finished = true
-    cleanup?.()
+    cleanup()
     await iterator.return?.()
   }
-  cleanup = watch((error) => rejectEnded(error))
+  // finish runs only after this line (from next or return), so cleanup is set by then.
+  const cleanup = watch((error) => rejectEnded(error))
   const wrapped: AsyncIterableIterator<T> = {
     async next() {
       if (finished) return { done: true, value: undefined }
