@@ -22,6 +22,7 @@ export const SCENARIOS = [
   { id: 'P6', file: 'p6-heap.ts', title: 'heap per connection and per subscription cycle' },
   { id: 'P7', file: 'p7-instances.ts', title: 'two instances over Redis vs one' },
   { id: 'P8', file: 'p8-resume.ts', title: 'reconnect of a 10,000-task switcher' },
+  { id: 'P9', file: 'p9-revocation.ts', title: 'revocation on open sockets across two instances' },
 ] as const
 
 /** A scenario past this is stopped and reported as such (every one is bounded well below it). */
