@@ -125,6 +125,12 @@ const ROWS: Row[] = [
     }),
   },
   {
+    what: 'an ID of a shared (multiplexed) subscription: workspaceEvents(workspaceId: $ws)',
+    by: 'user',
+    transports: ['WebSocket'],
+    operation: (bad, f) => ({ query: 'subscription ($ws: ID!) { workspaceEvents(workspaceId: $ws) { __typename } }', variables: { ws: `${f.workspaceId}${bad}` } }),
+  },
+  {
     what: 'a subscription cursor: workspaceEvents(after: $after)',
     by: 'user',
     transports: ['WebSocket'],
