@@ -28,6 +28,7 @@ import { AgentLaunchError, AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { branchExists } from './launch-checks.ts'
+import { echoed } from '../errors.ts'
 import { SessionRuntime } from './session-runtime.ts'
 
 /** A failure the client caused or can fix; `code` becomes extensions.code. */
@@ -82,14 +83,14 @@ export class SessionService {
     const task = await getTaskWithRepositories(store, input.taskId)
     const profile = this.deps.profiles.get(input.agentProfile)
     if (!profile)
-      return this.#launchFailed(task.id, null, 'unknown_agent_profile', `Unknown agent profile ${input.agentProfile}.`, ['RETRY_DEFAULT'])
+      return this.#launchFailed(task.id, null, 'unknown_agent_profile', `Unknown agent profile ${echoed(input.agentProfile)}.`, ['RETRY_DEFAULT'])
     for (const repository of task.repositories)
       if (repository.localPath && repository.baseBranch && !(await branchExists(repository.localPath, repository.baseBranch)))
         return this.#launchFailed(
           task.id,
           repository.id,
           'missing_base_branch',
-          `Base branch ${repository.baseBranch} does not exist in ${repository.name}.`,
+          `Base branch ${echoed(repository.baseBranch)} does not exist in ${echoed(repository.name)}.`,
           ['PICK_BASE_BRANCH', 'RETRY_DEFAULT'],
         )
     const cwd = task.repositories.find((r) => r.localPath)?.localPath ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
@@ -156,7 +157,7 @@ export class SessionService {
     const { store } = this.deps
     const session = await getSession(store, sessionId)
     const profile = this.deps.profiles.get(session.agentProfile)
-    if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${session.agentProfile} is not configured.`)
+    if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${echoed(session.agentProfile)} is not configured.`)
     await updateSession(store, sessionId, { state: 'STARTING' })
     this.#publishState(sessionId, 'STARTING')
     const cwd = session.workingDirectory ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))

@@ -56,6 +56,36 @@ const repositoryRootsFromEnv = z
     return entries.map((entry) => path.resolve(entry))
   })
 
+/**
+ * CORS_ORIGINS: comma-separated origins (`scheme://host[:port]`, as a browser sends them in the
+ * Origin header) whose pages may call this server; unset or empty means same origin only. Matched
+ * exactly, so each entry must already be in the form a browser serializes (no path, no trailing
+ * slash, lower-case host, no default port): a near miss would silently never match.
+ */
+const corsOriginsFromEnv = z
+  .string()
+  .optional()
+  .transform((raw, ctx) => {
+    const entries = (raw ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+    const malformed = entries.filter((entry) => serializedOrigin(entry) !== entry)
+    if (malformed.length > 0) {
+      const hints = malformed.map((entry) => (serializedOrigin(entry) ? `${entry} (write ${serializedOrigin(entry)})` : entry))
+      ctx.addIssue({ code: 'custom', message: `must list origins like https://app.example.com:8443; not an origin: ${hints.join(', ')}` })
+      return z.NEVER
+    }
+    return [...new Set(entries)]
+  })
+
+/** The origin a browser would send for a page at `entry`, or undefined when it is not an http(s) URL. */
+function serializedOrigin(entry: string): string | undefined {
+  try {
+    const url = new URL(entry)
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const emptyAsUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v)
 
 const envSchema = z.object({
@@ -83,6 +113,7 @@ const envSchema = z.object({
   FORWARD_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(600_000).optional()),
   // Fractions allowed (0.5 = 30 minutes); a year at most.
   FEED_RETENTION_HOURS: z.coerce.number().positive().max(8760).default(24),
+  CORS_ORIGINS: corsOriginsFromEnv,
 })
 
 export type DatabaseProvider = 'sqlite' | 'postgres'
@@ -108,6 +139,8 @@ export interface Config {
   forwardTimeoutMs: number
   /** FEED_RETENTION_HOURS: how long tombstones (and so resume cursors) are kept at least. */
   feedRetentionMs: number
+  /** CORS_ORIGINS: browser origins allowed to call cross-origin, with credentials (empty: same origin only). */
+  corsOrigins: string[]
 }
 
 export class ConfigError extends Error {}
@@ -147,5 +180,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sessionLeaseMs: e.SESSION_LEASE_MS,
     forwardTimeoutMs: e.FORWARD_TIMEOUT_MS ?? e.SESSION_LEASE_MS + 5_000,
     feedRetentionMs: Math.round(e.FEED_RETENTION_HOURS * 3_600_000),
+    corsOrigins: e.CORS_ORIGINS,
   }
 }

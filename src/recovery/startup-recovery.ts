@@ -5,6 +5,7 @@ import type { Store } from '../store/store.ts'
 import { strandedSessions } from '../store/runtime.ts'
 import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
 import { LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
+import { echoed } from '../errors.ts'
 
 export interface RecoverableSession {
   id: string
@@ -60,7 +61,7 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
           state: 'FAILED',
           ...idle,
           errorCode: 'agent_unavailable',
-          errorMessage: `Agent profile ${profile} is not configured on this server.`,
+          errorMessage: `Agent profile ${echoed(profile)} is not configured on this server.`,
           // One stamp per recovery run: a stamp only has to differ from the session's own earlier ones.
           errorStamp: `recovery:${at.toISOString()}`,
           errorOccurredAt: at,

@@ -23,6 +23,7 @@ import { createYogaServer } from './yoga.ts'
 import { createRateLimits } from './rate-limits.ts'
 import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { handleOperationalRoute } from './http-routes.ts'
+import { corsPolicy } from './cors.ts'
 import { handleWebPage } from './web-page.ts'
 import { Readiness } from './readiness.ts'
 import { runPreflight, type PreflightOptions } from './preflight.ts'
@@ -114,7 +115,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     (req.url ?? '').split('?', 1)[0] === '/healthz'
       ? void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
       : refuseUntilReady(res)
-  const httpServer = createServer((req, res) => serve(req, res))
+  // CORS before any route, in every phase (starting, serving, stopping): one policy for every path.
+  const cors = corsPolicy(config.corsOrigins)
+  const httpServer = createServer((req, res) => cors.handle(req, res) || serve(req, res))
   const preflight = await runPreflight(config, httpServer, options.preflight)
 
   if (config.databaseProvider === 'sqlite') ensureSqliteDirectory(config.databaseUrl)

@@ -1,6 +1,6 @@
 import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import { maskError as yogaMaskError, type Plugin } from 'graphql-yoga'
-import type { ErrorCode } from '../errors.ts'
+import { echoed, MAX_ECHOED_CHARACTERS, type ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
 import { isDatabaseSaturated } from '../store/db.ts'
 
@@ -74,6 +74,19 @@ export function withoutEchoedValues(error: GraphQLError): string {
   return message
 }
 
+/** A double-quoted part longer than the echo bound; graphql-js and Yoga quote every name they repeat. */
+const LONG_QUOTED = new RegExp(`"([^"]{${MAX_ECHOED_CHARACTERS + 1},})"`, 'g')
+
+/**
+ * graphql-js and Yoga repeat the names a document or request uses (an unknown field, argument,
+ * fragment, variable or operation name, an unexpected body parameter), and a Name token can be
+ * half a megabyte long. Each quoted part is cut to what `echoed` allows, so no message repeats more
+ * than 64 characters of client input (README "Errors"); the server's own messages bound theirs with `echoed` too.
+ */
+export function withBoundedEchoes(message: string): string {
+  return message.replace(LONG_QUOTED, (_quoted, inner: string) => `"${echoed(inner)}"`)
+}
+
 /** The first cause that is not a GraphQLError (a resolver's own failure), if any. */
 function nonGraphQLCause(error: GraphQLError): unknown {
   for (let cause: unknown = error.originalError; cause; cause = (cause as GraphQLError).originalError)
@@ -127,7 +140,7 @@ export function toClientError(error: GraphQLError | GraphQLFormattedError, trans
       ...location,
       extensions: { code: 'INTERNAL_SERVER_ERROR', ...internals, ...(transport === 'http' && { unexpected: true }) },
     })
-  return new GraphQLError(withoutEchoedValues(source), { ...location, extensions: { ...rest, code: contractCode(source), ...internals } })
+  return new GraphQLError(withBoundedEchoes(withoutEchoedValues(source)), { ...location, extensions: { ...rest, code: contractCode(source), ...internals } })
 }
 
 export function toClientErrors(errors: readonly (GraphQLError | GraphQLFormattedError)[], transport: ErrorTransport, count: ErrorCounter): GraphQLError[] {

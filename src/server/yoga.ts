@@ -11,6 +11,7 @@ import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
 import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
 import { errorCodesPlugin, maskError } from './error-codes.ts'
 import { useAccessEnforcement } from './use-access-enforcement.ts'
+import { stringInputPlugin } from './string-input.ts'
 import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
@@ -28,6 +29,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     graphiql: graphiqlOptions,
     renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
+    // CORS is decided once for every route before Yoga (cors.ts); Yoga's default allows every origin with credentials.
+    cors: false,
     // Never an originalError or stack in a response, whatever NODE_ENV says (Yoga's dev mode adds them).
     maskedErrors: { isDev: false, maskError },
     maxRequestBodySize: OPERATION_LIMITS.maxRequestBodyBytes,
@@ -50,6 +53,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
       graphqlMetricsPlugin(metrics),
       errorCodesPlugin(errorCounter(metrics)),
       ...operationLimitPlugins(),
+      // Before the rate limits: input refused as unstorable takes nothing from the caller's budget.
+      stringInputPlugin(),
       ...(services.rateLimits ? [rateLimitPlugin(services.rateLimits)] : []),
       graphiqlAssetsPlugin(),
       useAccessEnforcement(),

@@ -41,9 +41,26 @@ describe('loadConfig', () => {
     [{ AGENT_PROFILES: '/no/such/profiles.json' }, 'AGENT_PROFILES'],
     [{ REPOSITORY_ROOTS: 'relative/dir' }, 'REPOSITORY_ROOTS'],
     [{ REPOSITORY_ROOTS: '/srv/repos:~/code' }, 'REPOSITORY_ROOTS'],
+    [{ CORS_ORIGINS: '*' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'app.example.com' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'https://app.example.com/' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'https://App.example.com' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'https://app.example.com:443' }, 'CORS_ORIGINS'],
+    [{ CORS_ORIGINS: 'ftp://app.example.com' }, 'CORS_ORIGINS'],
   ])('names the bad variable in %o', (env, variable) => {
     expect(() => loadConfig(env)).toThrow(ConfigError)
     expect(() => loadConfig(env)).toThrow(new RegExp(variable))
+  })
+
+  it('reads CORS_ORIGINS as a comma-separated list of exact origins, empty (same origin only) when unset', () => {
+    expect(loadConfig({}).corsOrigins).toEqual([])
+    expect(loadConfig({ CORS_ORIGINS: ' ' }).corsOrigins).toEqual([])
+    expect(loadConfig({ CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,https://app.example.com' }).corsOrigins).toEqual([
+      'https://app.example.com',
+      'http://localhost:5173',
+    ])
+    // A near miss names the form a browser sends, which is what is matched.
+    expect(() => loadConfig({ CORS_ORIGINS: 'https://app.example.com/' })).toThrow('https://app.example.com/ (write https://app.example.com)')
   })
 
   it('reads AGENT_PROFILES inline or from a file', () => {

@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts'
 import { requireReadableTask } from '../authorize.ts'
-import { badInput, notFound } from '../../errors.ts'
+import { badInput, echoed, notFound } from '../../errors.ts'
 import { findPullRequest, recordPullRequest } from '../../store/pull-requests.ts'
 import type { PullRequestRow } from '../../store/rows.ts'
 import { TaskRef } from './task.ts'
@@ -69,7 +69,7 @@ builder.mutationField('setPullRequestAutomation', (t) =>
     resolve: async (_root, { input }, ctx) => {
       if (input.autoFix == null && input.autoMerge == null) throw badInput('Give autoFix, autoMerge or both.', 'input')
       const task = await requireReadableTask(ctx, input.taskId)
-      const missing = () => notFound('Pull request of this task', `${input.repository}#${input.number}`)
+      const missing = () => notFound('Pull request of this task', `${echoed(input.repository)}#${input.number}`)
       const pr = await findPullRequest(ctx.store, task.workspaceId, input.repository, input.number)
       if (!pr || pr.taskId !== input.taskId) throw missing()
       const updated = await recordPullRequest(ctx.store, {
