@@ -65,9 +65,10 @@ async function openSocket(server: BenchServer, token: string, workspaceId: strin
   return { client, closedAt: () => until(() => closed), endedAt: () => until(() => ended) }
 }
 
-const waitForSubscriptions = async (servers: BenchServer[], n: number) => {
+/** Until each server holds exactly `n` access entries: the socket and its live subscription (its stream exists). */
+const waitForLiveSubscriptions = async (servers: BenchServer[], n: number) => {
   for (const s of servers)
-    for (const deadline = performance.now() + DEADLINE_MS; (await s.call<number>('subscriptions')) !== n; )
+    for (const deadline = performance.now() + DEADLINE_MS; (await s.call<number>('accessHeld')) !== n; )
       if (performance.now() > deadline) throw new Error('subscriptions did not start')
 }
 
@@ -93,7 +94,7 @@ try {
     // Removal first (the sockets stay open), then rotation (they close).
     const onA = await openSocket(a, createUser.token, ws)
     const onB = await openSocket(b, createUser.token, ws)
-    await waitForSubscriptions([a, b], 1)
+    await waitForLiveSubscriptions([a, b], 2)
     let sent = performance.now()
     await gql(a, BENCH_ADMIN_TOKEN, 'mutation ($ws: ID!, $u: ID!) { removeWorkspaceMember(workspaceId: $ws, userId: $u) { id } }', { ws, u: userId })
     const [endA, endB] = await Promise.all([onA.endedAt(), onB.endedAt()])

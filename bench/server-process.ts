@@ -110,6 +110,8 @@ async function runChild() {
     },
     tables: (s) => s.gateway.tableSizes(),
     subscriptions: (s) => s.gateway.connections().reduce((n, c) => n + c.subscriptions.size, 0),
+    /** Open sockets and live subscriptions holding access (each revocation can end them). */
+    accessHeld: (s) => s.access.heldCount,
     idle: (s) => s.projector.idle(),
     /** Statements since the last call (with countStatements). */
     statements: () => {
