@@ -4,7 +4,10 @@ import type { ByteBudget } from './body-budget.ts'
 import { signatureMatches } from './signature.ts'
 
 export type BodyRead =
-  | { kind: 'body'; body: Buffer; signatureValid: boolean }
+  /** Complete, and X-Hub-Signature-256 matches it. */
+  | { kind: 'body'; body: Buffer }
+  /** Complete, and the signature does not match (or is missing): the bytes are dropped unassembled. */
+  | { kind: 'bad-signature' }
   /** Larger than the per-body limit (declared or as sent). */
   | { kind: 'too-large' }
   /** The shared budget of unverified bytes has no room for it: try again later. */
@@ -25,13 +28,13 @@ const declaredLength = (req: IncomingMessage): number | undefined => {
 /**
  * Reads a webhook body, streamed, while its bytes fit both the per-body limit and the shared
  * budget of unverified bytes, and verifies X-Hub-Signature-256 on the bytes as they come (the
- * HMAC is complete when the body is). A declared Content-Length is checked and reserved before
- * a byte is read, so a body that cannot fit is refused at once; a chunked body reserves as it
- * grows. On a refusal the bytes read so far are dropped and the rest of the body is discarded as
- * it arrives (read and not kept), so the answer reaches the sender on a connection that stays
- * usable. The reservation is released on every path (complete, refused, error, client gone):
- * once complete, the body is the caller's, and it is the verification, not the budget, that
- * decides what happens to it.
+ * HMAC is complete when the body is); only a body whose signature matches is assembled and
+ * returned. A declared Content-Length is checked and reserved before a byte is read, so a body
+ * that cannot fit is refused at once; a chunked body reserves as it grows. On a refusal the bytes
+ * read so far are dropped and the rest of the body is read into nothing as it arrives: closing
+ * the connection on unread data would make the kernel reset it, and the sender could lose the
+ * answer (413 / 503) before reading it. The reservation is released on every path (complete,
+ * refused, error, client gone); a verified body is GitHub's, and the caller's to hold.
  */
 export function readSignedBody(req: IncomingMessage, secret: string, signature: string | undefined, limits: BodyLimits): Promise<BodyRead> {
   const { maxBodyBytes, budget } = limits
@@ -70,7 +73,8 @@ export function readSignedBody(req: IncomingMessage, secret: string, signature: 
       hmac.update(chunk)
       chunks.push(chunk)
     }
-    const onEnd = () => settle({ kind: 'body', body: Buffer.concat(chunks, size), signatureValid: signatureMatches(hmac.digest('hex'), signature) })
+    const onEnd = () =>
+      settle(signatureMatches(hmac.digest('hex'), signature) ? { kind: 'body', body: Buffer.concat(chunks, size) } : { kind: 'bad-signature' })
     const onGone = () => settle({ kind: 'aborted' })
     // 'close' before 'end' is a client that disconnected mid-body.
     const onClose = () => {

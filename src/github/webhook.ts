@@ -45,8 +45,9 @@ export async function handleGithubWebhook(req: IncomingMessage, res: ServerRespo
     case 'busy':
       deps.logger.warn({ action: 'github.webhook', inUseBytes: deps.budget.inUse }, 'webhook refused: unverified body budget full')
       return reply(res, 503, { error: 'too many webhook bodies in flight; retry later' }, { 'retry-after': '1' })
+    case 'bad-signature':
+      return reply(res, 401, { error: 'invalid signature' })
   }
-  if (!read.signatureValid) return reply(res, 401, { error: 'invalid signature' })
   const event = String(req.headers['x-github-event'] ?? '')
   const delivery = String(req.headers['x-github-delivery'] ?? '')
   let payload: Record<string, unknown>
