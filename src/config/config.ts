@@ -101,6 +101,10 @@ const envSchema = z.object({
   ADMIN_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'must be at least 16 characters').optional()),
   AGENT_PROFILES: agentProfilesFromEnv,
   GITHUB_WEBHOOK_SECRET: z.preprocess(emptyAsUndefined, z.string().optional()),
+  // GitHub's own payloads stay far below 5 MiB for the events this server reads.
+  GITHUB_WEBHOOK_MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(5 * 1024 * 1024),
+  // Unverified bodies of all webhook requests together; room for one maximal body and then some.
+  GITHUB_WEBHOOK_UNVERIFIED_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   REPOSITORY_ROOTS: repositoryRootsFromEnv,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // README "Limits": generous enough that people and the test suite never meet them; 0 turns a rate limit off.
@@ -127,6 +131,8 @@ export interface Config {
   adminToken?: string
   agentProfiles: Record<string, AgentProfile>
   githubWebhookSecret?: string
+  /** Per webhook body (413 above it) and, shared by all requests, bytes held before their signature is verified (503 past it). */
+  githubWebhookLimits: { maxBodyBytes: number; unverifiedBytes: number }
   /** Absolute directories; a task repository's localPath must resolve inside one of them. */
   repositoryRoots: string[]
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
@@ -164,6 +170,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
   }
   const e = parsed.data
+  if (e.GITHUB_WEBHOOK_UNVERIFIED_BYTES < e.GITHUB_WEBHOOK_MAX_BODY_BYTES)
+    throw new ConfigError(
+      'Invalid configuration:\n  GITHUB_WEBHOOK_UNVERIFIED_BYTES: must be at least GITHUB_WEBHOOK_MAX_BODY_BYTES (a body of the largest size must fit)',
+    )
   return {
     port: e.PORT,
     host: e.HOST,
@@ -173,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: e.ADMIN_TOKEN,
     agentProfiles: e.AGENT_PROFILES,
     githubWebhookSecret: e.GITHUB_WEBHOOK_SECRET,
+    githubWebhookLimits: { maxBodyBytes: e.GITHUB_WEBHOOK_MAX_BODY_BYTES, unverifiedBytes: e.GITHUB_WEBHOOK_UNVERIFIED_BYTES },
     repositoryRoots: e.REPOSITORY_ROOTS,
     logLevel: e.LOG_LEVEL,
     rateLimits: { mutations: e.RATE_LIMIT_MUTATIONS, subscriptions: e.RATE_LIMIT_SUBSCRIPTIONS, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },

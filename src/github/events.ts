@@ -11,9 +11,15 @@ export type PullRequestChange = {
     state: 'OPEN' | 'CLOSED' | 'MERGED'
     draft: boolean
     mergeableState: string | null
+    /** pull_request.updated_at: orders this state against the stored one. */
+    at?: Date
   }
   checks?: 'PENDING' | 'SUCCESS' | 'FAILURE'
+  /** When the check run or suite reached `checks` (its latest completed_at / updated_at / started_at). */
+  checksAt?: Date
   reviewDecision?: 'REVIEW_REQUIRED' | 'APPROVED' | 'CHANGES_REQUESTED'
+  /** review.submitted_at, or for a review request the pull request's updated_at. */
+  reviewDecisionAt?: Date
 }
 
 export class MalformedPayload extends Error {}
@@ -27,11 +33,29 @@ interface PullRequestPayload {
   merged_at?: string | null
   draft?: boolean
   mergeable_state?: string | null
+  updated_at?: string | null
   head: { ref: string }
 }
 
 const str = (v: unknown): v is string => typeof v === 'string'
 const num = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v)
+
+/**
+ * A GitHub timestamp (ISO 8601) as a Date; undefined when absent. A present but unreadable one is
+ * malformed: taking it as "no time" would let that delivery past the ordering check.
+ */
+function time(value: unknown, field: string): Date | undefined {
+  if (value === undefined || value === null) return undefined
+  const at = str(value) ? new Date(value) : undefined
+  if (!at || Number.isNaN(at.getTime())) throw new MalformedPayload(`${field} is not a timestamp`)
+  return at
+}
+
+/** The latest of the times a payload object carries: the moment of the last change it describes. */
+function latest(object: Record<string, unknown>, fields: string[], prefix: string): Date | undefined {
+  const times = fields.map((field) => time(object[field], `${prefix}.${field}`)).filter((at) => at !== undefined)
+  return times.length === 0 ? undefined : new Date(Math.max(...times.map((at) => at.getTime())))
+}
 
 function repositoryName(body: Record<string, unknown>): string {
   const name = (body.repository as { full_name?: unknown } | undefined)?.full_name
@@ -53,6 +77,7 @@ function pullRequestDetails(pr: unknown): { number: number; details: NonNullable
       state: merged ? 'MERGED' : p.state === 'closed' ? 'CLOSED' : 'OPEN',
       draft: p.draft === true,
       mergeableState: str(p.mergeable_state) ? p.mergeable_state : null,
+      at: time(p.updated_at, 'pull_request.updated_at'),
     },
   }
 }
@@ -76,15 +101,20 @@ export function pullRequestDelivery(event: string, body: Record<string, unknown>
       const { number, details } = pullRequestDetails(body.pull_request)
       const repository = repositoryName(body)
       const change: PullRequestChange = { repository, number, details }
-      if (body.action === 'review_requested') change.reviewDecision = 'REVIEW_REQUIRED'
+      if (body.action === 'review_requested') {
+        change.reviewDecision = 'REVIEW_REQUIRED'
+        change.reviewDecisionAt = details.at
+      }
       return { repository, changes: [change] }
     }
     case 'pull_request_review': {
       const { number, details } = pullRequestDetails(body.pull_request)
       const repository = repositoryName(body)
-      const state = String((body.review as { state?: unknown } | undefined)?.state ?? '').toLowerCase()
+      const review = (body.review ?? {}) as { state?: unknown; submitted_at?: unknown }
+      const state = String(review.state ?? '').toLowerCase()
       const reviewDecision = state === 'approved' ? 'APPROVED' : state === 'changes_requested' ? 'CHANGES_REQUESTED' : undefined
-      return { repository, changes: [{ repository, number, details, ...(reviewDecision && { reviewDecision }) }] }
+      const reviewDecisionAt = time(review.submitted_at, 'review.submitted_at')
+      return { repository, changes: [{ repository, number, details, ...(reviewDecision && { reviewDecision, reviewDecisionAt }) }] }
     }
     case 'check_suite':
     case 'check_run': {
@@ -92,9 +122,12 @@ export function pullRequestDelivery(event: string, body: Record<string, unknown>
       if (!check || !Array.isArray(check.pull_requests)) throw new MalformedPayload(`${event}.pull_requests missing`)
       const repository = repositoryName(body)
       const checks = checksOf(check.status, check.conclusion)
+      // A run has started_at / completed_at, a suite created_at / updated_at: the latest present
+      // is when the check reached the status this delivery reports.
+      const checksAt = latest(check, ['completed_at', 'updated_at', 'started_at', 'created_at'], event)
       const changes = check.pull_requests.map((pr: { number?: unknown }) => {
         if (!num(pr.number)) throw new MalformedPayload('pull_requests[].number missing')
-        return { repository, number: pr.number, checks }
+        return { repository, number: pr.number, checks, checksAt }
       })
       return { repository, changes }
     }

@@ -40,6 +40,7 @@ import { createInstanceMetrics } from '../instances/instance-metrics.ts'
 import { takeOverExpired } from '../instances/takeover.ts'
 import { recoverSessions } from '../recovery/startup-recovery.ts'
 import { sessionsOwnedWithOpenWork } from '../store/instances.ts'
+import { ByteBudget } from '../github/body-budget.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -209,11 +210,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
   const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, rateLimits })
+  // One budget for every webhook request this process serves (README "Git and GitHub").
+  const webhookBudget = new ByteBudget(config.githubWebhookLimits.unverifiedBytes)
   serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
       registry: metrics.registry,
-      webhook: { secret: config.githubWebhookSecret, store, logger },
+      webhook: { secret: config.githubWebhookSecret, store, logger, maxBodyBytes: config.githubWebhookLimits.maxBodyBytes, budget: webhookBudget },
     })
       .then(async (handled) => {
         // The page loads before readiness; its client retries the GraphQL calls answered UNAVAILABLE.

@@ -1,15 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Registry } from 'prom-client'
 import type { Readiness } from './readiness.ts'
-import type { Logger } from '../observability/logger.ts'
-import type { Store } from '../store/store.ts'
-import { handleGithubWebhook } from '../github/webhook.ts'
+import { handleGithubWebhook, type WebhookDeps } from '../github/webhook.ts'
 
 /** Operational endpoints beside /graphql. Returns false when the request is not one of them. */
 export async function handleOperationalRoute(
   req: IncomingMessage,
   res: ServerResponse,
-  deps: { readiness: Readiness; registry: Registry; webhook: { secret: string | undefined; store: Store; logger: Logger } },
+  deps: { readiness: Readiness; registry: Registry; webhook: WebhookDeps },
 ): Promise<boolean> {
   const path = (req.url ?? '/').split('?', 1)[0]
   switch (path) {
