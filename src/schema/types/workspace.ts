@@ -36,16 +36,22 @@ builder.mutationField('createWorkspace', (t) =>
   }),
 )
 
+/** Membership changes: the admin or a member (checked first), then the workspace and the user must exist. */
+async function membershipTarget(ctx: Context, workspaceId: string, userId: string) {
+  if (!requirePrincipal(ctx).isAdmin) await requireWorkspaceMember(ctx, workspaceId)
+  const workspace = await ctx.loaders.workspace.load(workspaceId)
+  if (!workspace) throw notFound('Workspace', workspaceId)
+  if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
+  return workspace
+}
+
 builder.mutationField('addWorkspaceMember', (t) =>
   t.field({
     type: WorkspaceRef,
     description: 'Admin token or a member of the workspace.',
     args: { workspaceId: t.arg.id({ required: true }), userId: t.arg.id({ required: true }) },
     resolve: async (_root, { workspaceId, userId }, ctx) => {
-      if (!requirePrincipal(ctx).isAdmin) await requireWorkspaceMember(ctx, workspaceId)
-      const workspace = await ctx.loaders.workspace.load(workspaceId)
-      if (!workspace) throw notFound('Workspace', workspaceId)
-      if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
+      const workspace = await membershipTarget(ctx, workspaceId, userId)
       await addMember(ctx.store, workspaceId, userId)
       return workspace
     },
@@ -61,10 +67,7 @@ subscriptions in that workspace ends with a FORBIDDEN error (its connection stay
 other workspaces), and its next operation there is FORBIDDEN.`,
     args: { workspaceId: t.arg.id({ required: true }), userId: t.arg.id({ required: true }) },
     resolve: async (_root, { workspaceId, userId }, ctx) => {
-      if (!requirePrincipal(ctx).isAdmin) await requireWorkspaceMember(ctx, workspaceId)
-      const workspace = await ctx.loaders.workspace.load(workspaceId)
-      if (!workspace) throw notFound('Workspace', workspaceId)
-      if (!(await ctx.loaders.user.load(userId))) throw notFound('User', userId)
+      const workspace = await membershipTarget(ctx, workspaceId, userId)
       // Published even when no membership was left: an earlier removal's event may have been missed.
       await removeMember(ctx.store, workspaceId, userId)
       await ctx.access.publish({ type: 'membership-removed', userId, workspaceId })
