@@ -7,6 +7,7 @@ import { startTestServer } from '../support/server.ts'
 import { ViewerDocument } from '../generated/graphql.ts'
 import { connectDatabase } from '../../src/store/db.ts'
 import { bootstrapAdmin, principalForToken } from '../../src/store/users.ts'
+import { hashToken } from '../../src/auth/tokens.ts'
 
 describe.each(PROVIDERS)('admin bootstrap (%s)', (provider) => {
   // Each connection stands for one instance starting at the same moment on one empty database.
@@ -29,7 +30,7 @@ describe.each(PROVIDERS)('admin bootstrap (%s)', (provider) => {
       const tokens = results.flatMap((r) => (r.generatedToken ? [r.generatedToken] : []))
       expect(tokens).toHaveLength(1)
       expect(new Set(results.map((r) => r.adminUserId)).size).toBe(1)
-      expect(await principalForToken(dbs[1]!, tokens[0]!)).toEqual({ userId: results[0]!.adminUserId, isAdmin: true })
+      expect(await principalForToken(dbs[1]!, tokens[0]!)).toEqual({ userId: results[0]!.adminUserId, isAdmin: true, tokenHash: hashToken(tokens[0]!) })
       // A restart prints nothing.
       expect((await bootstrapAdmin(dbs[2]!, undefined)).generatedToken).toBeUndefined()
     } finally {
@@ -61,11 +62,11 @@ describe.each(PROVIDERS)('admin bootstrap (%s)', (provider) => {
 
       expect(await bootstrapAdmin(db, first)).toEqual({ adminUserId: 'admin', revokedTokens: 1 })
       expect(await principalForToken(db, generated)).toBeNull()
-      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true })
+      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true, tokenHash: hashToken(first) })
 
       // Unsetting the variable must not lock the operator out, nor mint a second token.
       expect(await bootstrapAdmin(db, undefined)).toEqual({ adminUserId: 'admin' })
-      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true })
+      expect(await principalForToken(db, first)).toEqual({ userId: 'admin', isAdmin: true, tokenHash: hashToken(first) })
 
       expect(await bootstrapAdmin(db, second)).toEqual({ adminUserId: 'admin', revokedTokens: 1 })
       expect(await principalForToken(db, first)).toBeNull()
