@@ -21,6 +21,8 @@ export interface Context {
   repositoryRoots: readonly string[]
   /** The resumable workspace feed (database epoch, positions, replay). */
   feed: FeedServices
+  /** Names of the agent profiles this server can start (never their commands or environments). */
+  agentProfiles: readonly string[]
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
@@ -39,6 +41,7 @@ export interface ContextServices {
   logger: Logger
   repositoryRoots: readonly string[]
   feed: FeedServices
+  agentProfiles: readonly string[]
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {
