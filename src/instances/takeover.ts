@@ -16,7 +16,8 @@ export async function takeOverExpired(
   const { claimed, expiredInstances } = await takeOverExpiredSessions(options.store, options.instanceId)
   for (const id of expiredInstances) options.git?.unfocusInstance(id)
   if (claimed.length === 0) return { claimed, recovered: undefined }
-  const recovered = await recoverSessions(options, claimed)
+  // Their owner lost them: the turns it left open were cut off by that loss, not by a restart here.
+  const recovered = await recoverSessions(options, claimed, 'OWNER_LOST')
   options.metrics?.takeovers.inc({ reason: options.reason }, claimed.length)
   options.logger.info(
     { action: 'instance.takeover', reason: options.reason, sessions: claimed.length, expiredInstances: expiredInstances.length, ...recovered },

@@ -3,7 +3,7 @@ import type { Metrics } from '../observability/metrics.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { loadPendingInputs, loadSummaryInputs } from '../store/summary-sources.ts'
-import { taskIdsPage } from '../store/tasks.ts'
+import { taskIdsPage, tasksWithoutSummary } from '../store/tasks.ts'
 import {
   compareAndUpdateSummary,
   insertSummaries,
@@ -13,7 +13,8 @@ import {
   type SummaryRow,
 } from '../store/summaries.ts'
 import { deriveSummary, SUMMARY_DERIVATION_VERSION } from '../summary/derive.ts'
-import { taskPendingAction } from '../summary/pending.ts'
+import { taskPending } from '../summary/pending.ts'
+import { attentionOrder } from '../summary/attention.ts'
 import { InvalidSummaryError, semanticJson, validateSummary } from '../summary/semantic.ts'
 import type { StoredSummary, SummaryPayload } from '../summary/types.ts'
 import { CoalescingRunner } from './coalescing-runner.ts'
@@ -27,7 +28,7 @@ export interface ProjectorOptions {
   maxAttempts?: number
 }
 
-type Derived = { taskId: string; workspaceId: string; payload: SummaryPayload; json: string }
+type Derived = { taskId: string; workspaceId: string; payload: SummaryPayload; json: string; attentionRank: number; attentionKey: number }
 
 /**
  * The only writer of task_status_summaries. For a task it loads the stored row, then every
@@ -87,7 +88,15 @@ export class Projector {
       this.#logger.error({ taskId: inputs.task.id, reason: error.message }, 'derived an invalid summary; not stored')
       return undefined
     }
-    return { taskId: inputs.task.id, workspaceId: inputs.task.workspaceId, payload, json: semanticJson(payload) }
+    const order = attentionOrder(payload)
+    return {
+      taskId: inputs.task.id,
+      workspaceId: inputs.task.workspaceId,
+      payload,
+      json: semanticJson(payload),
+      attentionRank: order.rank,
+      attentionKey: order.key,
+    }
   }
 
   async #projectNow(taskId: string): Promise<void> {
@@ -100,7 +109,11 @@ export class Projector {
       if (!derived) return
       if (stored && stored.payload === derived.json) {
         if (stored.derivationVersion < SUMMARY_DERIVATION_VERSION)
-          await markDerivationVersion(this.#store, taskId, stored.revision, SUMMARY_DERIVATION_VERSION)
+          await markDerivationVersion(this.#store, taskId, stored.revision, {
+            derivationVersion: SUMMARY_DERIVATION_VERSION,
+            attentionRank: derived.attentionRank,
+            attentionKey: derived.attentionKey,
+          })
         this.#metrics.projectorNoops.inc()
         return
       }
@@ -122,6 +135,8 @@ export class Projector {
       payload: derived.json,
       updatedAt,
       derivationVersion: SUMMARY_DERIVATION_VERSION,
+      attentionRank: derived.attentionRank,
+      attentionKey: derived.attentionKey,
     })
     if (written) await this.#published({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt, feedSequence: written.feedSequence })
     return written !== null
@@ -147,7 +162,7 @@ export class Projector {
 
   /**
    * The read path (boot, tasks, workflow, taskStatusSummaries, Task.statusSummary): the stored
-   * rows are the read model. Only their pending field is reconciled, from the bounded projection
+   * rows are the read model. Only their pending fields (pendingAction and its waitingSince) are reconciled, from the bounded projection
    * of open requests; a row whose pending semantics no longer hold is repaired through the
    * serialized path. Missing rows, and rows derived by older rules, are rebuilt from every source.
    * A fixed number of statements whatever the page size or the history.
@@ -166,7 +181,8 @@ export class Projector {
     const rebuilt = rebuild.length > 0 ? await this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>()
     const stale: string[] = []
     for (const [taskId, summary] of current) {
-      if (summary.payload.pendingAction === taskPendingAction(pending.get(taskId) ?? [])) result.set(taskId, summary)
+      const now = taskPending(pending.get(taskId) ?? [])
+      if (summary.payload.pendingAction === now.pendingAction && summary.payload.waitingSince === now.waitingSince) result.set(taskId, summary)
       else stale.push(taskId)
     }
     for (const [taskId, summary] of rebuilt) result.set(taskId, summary)
@@ -175,6 +191,15 @@ export class Projector {
       for (const row of await readSummaryRows(this.#store, stale)) result.set(row.taskId, toStoredSummary(row))
     }
     return result
+  }
+
+  /**
+   * Creates the summary rows a workspace's tasks lack (normally none: a task's creation projects
+   * one; a read can come first). Lists ordered by stored summary columns call this first.
+   */
+  async ensureWorkspaceRows(workspaceId: string): Promise<void> {
+    const missing = await tasksWithoutSummary(this.#store, workspaceId)
+    if (missing.length > 0) await this.ensure(missing)
   }
 
   /**
@@ -209,6 +234,8 @@ export class Projector {
         payload: d.json,
         updatedAt,
         derivationVersion: SUMMARY_DERIVATION_VERSION,
+        attentionRank: d.attentionRank,
+        attentionKey: d.attentionKey,
       })),
     )
     if (inserted) {

@@ -6,6 +6,7 @@ import { strandedSessions } from '../store/runtime.ts'
 import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
 import { LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
 import { echoed } from '../errors.ts'
+import type { InterruptionReason } from '../summary/types.ts'
 
 export interface RecoverableSession {
   id: string
@@ -29,12 +30,14 @@ export interface RecoveryOptions {
  * (relaunched on demand), or FAILED when their profile is gone. Bounded: a fixed number of
  * statements per batch of sessions, whatever their turns and messages. Each write emits its
  * source events, so the summaries re-derive through the projector as for any other write.
+ * `reason` is how the turns were cut off (the summary's interruption): SERVER_RESTART at
+ * startup, OWNER_LOST when an instance recovers sessions its owner lost.
  */
-export async function recoverSessions(options: RecoveryOptions, sessions: readonly RecoverableSession[]) {
+export async function recoverSessions(options: RecoveryOptions, sessions: readonly RecoverableSession[], reason: InterruptionReason) {
   const { store } = options
   const ids = [...new Set(sessions.map((s) => s.id))]
   if (ids.length === 0) return { resumed: 0, failed: 0, closedTurns: 0, finalizedMessages: 0 }
-  const closed = await closeInterruptedWork(store, ids)
+  const closed = await closeInterruptedWork(store, ids, reason)
   const at = store.now()
   const profiles = new Map(sessions.map((s) => [s.id, s.agentProfile]))
   const resumable = ids.filter((id) => options.resumableProfiles.has(profiles.get(id)!))
@@ -105,7 +108,7 @@ export async function recoverAfterRestart(options: RecoveryOptions & { projector
     await takeOverAllSessions(store, options.instanceId, open.map((s) => s.id))
     stranded.push(...open)
   }
-  const recovered = await recoverSessions(options, stranded)
+  const recovered = await recoverSessions(options, stranded, 'SERVER_RESTART')
   await projector.idle()
   const reconciledTasks = await projector.reconcileAll()
   await projector.idle()

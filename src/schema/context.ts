@@ -24,6 +24,8 @@ export interface Context {
   feed: FeedServices
   /** Callers by token, and the revocations that end what they opened. */
   access: AccessControl
+  /** Names of the agent profiles this server can start (never their commands or environments). */
+  agentProfiles: readonly string[]
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
@@ -48,6 +50,7 @@ export interface ContextServices {
   repositoryRoots: readonly string[]
   feed: FeedServices
   access: AccessControl
+  agentProfiles: readonly string[]
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {

@@ -186,7 +186,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       runningSessions: () => sessions.liveSessionIds(),
       abandon: (ids) => sessions.abandon(ids),
       leaseLost: () => sessions.abandon(sessions.liveSessionIds()),
-      recoverOwned: async () => void (await recoverSessions(recovery, await sessionsOwnedWithOpenWork(store, instanceId))),
+      // This instance's own lease lapsed and its agents ended: the owner lost the sessions it ran.
+      recoverOwned: async () => void (await recoverSessions(recovery, await sessionsOwnedWithOpenWork(store, instanceId), 'OWNER_LOST')),
       afterRenewal: async () => void (await takeOverExpired({ ...recovery, instanceId, metrics: instanceMetrics, git, reason: 'lease' })),
     },
   })
@@ -204,12 +205,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     forwardTimeoutMs: config.forwardTimeoutMs,
     ownerCheckMs: Math.max(50, Math.min(1000, Math.floor(config.sessionLeaseMs / 10))),
     leaseValid: () => lease.valid,
-    recover: (claimed) => recoverSessions(recovery, claimed),
+    recover: (claimed) => recoverSessions(recovery, claimed, 'OWNER_LOST'),
   })
   commands.start()
 
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
-  const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, rateLimits })
+  // Names only: a profile's command and environment never leave the configuration.
+  const agentProfileNames = [...profiles.keys()].sort()
+  const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, agentProfiles: agentProfileNames, rateLimits })
   // One budget for every webhook request this process serves (README "Git and GitHub").
   const webhookBudget = new ByteBudget(config.githubWebhookLimits.unverifiedBytes)
   serve = (req, res) => {

@@ -151,9 +151,12 @@ export async function startTurn(
   return turn
 }
 
-/** Marks a reservation as dispatched (it becomes authoritative and a conversational start). */
+/**
+ * Marks a turn's prompt as dispatched to the agent: a reservation becomes authoritative and a
+ * conversational start, and a queued prompt stops waiting.
+ */
 export async function markPromptDispatched(store: Store, turnId: string) {
-  const turn = await store.db.turn.update({ where: { id: turnId }, data: { promptDispatchAttempted: true } })
+  const turn = await store.db.turn.update({ where: { id: turnId }, data: { promptDispatchAttempted: true, queuedAt: null } })
   if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
   await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
   return turn
@@ -287,7 +290,12 @@ export async function acceptUserPrompt(store: Store, input: { clientMessageId: s
   const at = store.now()
   try {
     const { message, turn } = await store.db.$transaction(async (tx) => {
-      const turn = await tx.turn.create({ data: { sessionId: session.id, taskId: session.taskId, startedAt: at } })
+      // Behind a turn still open (in flight, or itself waiting) the prompt waits in the session's
+      // queue: stored as queued until its dispatch, so the count survives this process.
+      const ahead = await tx.turn.count({ where: { sessionId: session.id, completedAt: null, lifecycleOnly: false } })
+      const turn = await tx.turn.create({
+        data: { sessionId: session.id, taskId: session.taskId, startedAt: at, queuedAt: ahead > 0 ? at : null },
+      })
       const message = await tx.message.create({
         data: {
           id: randomUUID(),

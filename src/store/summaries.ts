@@ -69,6 +69,9 @@ export async function compareAndUpdateSummary(
     payload: string
     updatedAt: Date
     derivationVersion: number
+    /** The row's NEEDS_ATTENTION position, written in the same statement as the payload it comes from. */
+    attentionRank: number
+    attentionKey: number
   },
 ): Promise<{ feedSequence: number } | null> {
   try {
@@ -81,7 +84,15 @@ export async function compareAndUpdateSummary(
       }
       const { count } = await tx.taskStatusSummary.updateMany({
         where: { taskId: write.taskId, revision: expectedRevision, NOT: { payload: write.payload } },
-        data: { revision: expectedRevision + 1, payload: write.payload, updatedAt: write.updatedAt, derivationVersion: write.derivationVersion, feedSequence },
+        data: {
+          revision: expectedRevision + 1,
+          payload: write.payload,
+          updatedAt: write.updatedAt,
+          derivationVersion: write.derivationVersion,
+          attentionRank: write.attentionRank,
+          attentionKey: write.attentionKey,
+          feedSequence,
+        },
       })
       if (count !== 1) throw new Rejected() // rolls the position back
       return { feedSequence }
@@ -94,11 +105,19 @@ export async function compareAndUpdateSummary(
   }
 }
 
-/** An unchanged payload derived by newer code: the row records the version, clients see no change. */
-export async function markDerivationVersion({ db }: Store, taskId: string, revision: number, derivationVersion: number) {
+/**
+ * An unchanged payload derived by newer code: the row records the version (and the order columns
+ * that code derives from the payload), clients see no change.
+ */
+export async function markDerivationVersion(
+  { db }: Store,
+  taskId: string,
+  revision: number,
+  derived: { derivationVersion: number; attentionRank: number; attentionKey: number },
+) {
   await db.taskStatusSummary.updateMany({
-    where: { taskId, revision, derivationVersion: { lt: derivationVersion } },
-    data: { derivationVersion },
+    where: { taskId, revision, derivationVersion: { lt: derived.derivationVersion } },
+    data: derived,
   })
 }
 
@@ -109,7 +128,15 @@ export async function markDerivationVersion({ db }: Store, taskId: string, revis
  */
 export async function insertSummaries(
   { db }: Store,
-  rows: { taskId: string; workspaceId: string; payload: string; updatedAt: Date; derivationVersion: number }[],
+  rows: {
+    taskId: string
+    workspaceId: string
+    payload: string
+    updatedAt: Date
+    derivationVersion: number
+    attentionRank: number
+    attentionKey: number
+  }[],
 ): Promise<Map<string, number> | null> {
   const positions = new Map<string, number>()
   if (rows.length === 0) return positions

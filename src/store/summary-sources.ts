@@ -3,7 +3,7 @@
 import { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
 import { groupBy } from '../util/group-by.ts'
-import { rawBool, rawDate } from './raw-values.ts'
+import { rawBool, rawDate, rawInt } from './raw-values.ts'
 import type {
   GitObservation,
   PendingRequestObservation,
@@ -11,7 +11,7 @@ import type {
   SummaryInputs,
   TurnObservation,
 } from '../summary/inputs.ts'
-import type { SessionState } from '../summary/types.ts'
+import { INTERRUPTION_REASONS, type InterruptionReason, type SessionState } from '../summary/types.ts'
 
 /** How many of a session's newest turns the pending boundary looks at. */
 const RECENT_TURNS = 3
@@ -24,34 +24,55 @@ type TurnRow = {
   promptDispatchPending: unknown
   promptDispatchAttempted: unknown
   hasMessages: unknown
+  completedAt: string | Date | null
+  interruption: string | null
+  queuedPrompts: unknown
 }
 
 
-/** The newest few turns of each session, in one window-function query (portable SQLite / PostgreSQL). */
-async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<string, TurnObservation[]>> {
-  const result = new Map<string, TurnObservation[]>()
+const INTERRUPTIONS = new Set<string>(INTERRUPTION_REASONS)
+
+interface SessionTurns {
+  recent: TurnObservation[]
+  /** Prompts accepted behind an open turn and not dispatched yet, over all the session's turns. */
+  queuedPrompts: number
+}
+
+/**
+ * The newest few turns of each session, and its count of queued prompts, in one window-function
+ * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
+ * costs no statement of its own.
+ */
+async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<string, SessionTurns>> {
+  const result = new Map<string, SessionTurns>()
   if (sessionIds.length === 0) return result
   const rows = await db.$queryRaw<TurnRow[]>`
-    SELECT "id", "sessionId", "startedAt", "lifecycleOnly", "promptDispatchPending", "promptDispatchAttempted", "hasMessages"
+    SELECT "id", "sessionId", "startedAt", "lifecycleOnly", "promptDispatchPending", "promptDispatchAttempted", "hasMessages",
+      "completedAt", "interruption", "queuedPrompts"
     FROM (
       SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
+        t."completedAt", t."interruption",
         EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
+        SUM(CASE WHEN t."queuedAt" IS NOT NULL AND t."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY t."sessionId") AS "queuedPrompts",
         ROW_NUMBER() OVER (PARTITION BY t."sessionId" ORDER BY t."startedAt" DESC, t."id" DESC) AS "rank"
       FROM "Turn" t
       WHERE t."sessionId" IN (${Prisma.join(sessionIds)})
     ) ranked
     WHERE "rank" <= ${RECENT_TURNS}`
   for (const row of rows) {
-    const list = result.get(row.sessionId) ?? []
-    list.push({
+    const entry = result.get(row.sessionId) ?? { recent: [], queuedPrompts: rawInt(row.queuedPrompts as number | bigint) }
+    entry.recent.push({
       id: row.id,
       startedAt: rawDate(row.startedAt),
       lifecycleOnly: rawBool(row.lifecycleOnly),
       promptDispatchPending: rawBool(row.promptDispatchPending),
       promptDispatchAttempted: rawBool(row.promptDispatchAttempted),
       hasMessages: rawBool(row.hasMessages),
+      completedAt: row.completedAt === null ? null : rawDate(row.completedAt),
+      // An unknown stored value is ignored, never a reason to reject the summary.
+      interruption: row.interruption !== null && INTERRUPTIONS.has(row.interruption) ? (row.interruption as InterruptionReason) : null,
     })
-    result.set(row.sessionId, list)
+    result.set(row.sessionId, entry)
   }
   return result
 }
@@ -68,8 +89,8 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
   const result = new Map<string, SessionObservation[]>()
   if (taskIds.length === 0) return result
   // Raw: a 500-id list costs Prisma's query builder more than the indexed read itself.
-  const open = await db.$queryRaw<{ taskId: string; sessionId: string; kind: string; pendingId: string | null; status: string | null; turnId: string | null }[]>`
-    SELECT "taskId", "sessionId", "kind", "pendingId", "status", "turnId" FROM "Message"
+  const open = await db.$queryRaw<{ taskId: string; sessionId: string; kind: string; pendingId: string | null; status: string | null; turnId: string | null; createdAt: string | Date }[]>`
+    SELECT "taskId", "sessionId", "kind", "pendingId", "status", "turnId", "createdAt" FROM "Message"
     WHERE "taskId" IN (${Prisma.join([...taskIds])}) AND "status" = 'PENDING' AND "kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION')`
   const withOpen = open.filter((m) => m.pendingId !== null)
   if (withOpen.length === 0) return result
@@ -90,7 +111,8 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
       backgroundWork: false,
       error: null,
       errorClearedStamp: null,
-      recentTurns: turns.get(s.id) ?? [],
+      recentTurns: turns.get(s.id)?.recent ?? [],
+      queuedPrompts: turns.get(s.id)?.queuedPrompts ?? 0,
       pendingRequests: (openBySession.get(s.id) ?? []).map(pendingObservation),
     })
     result.set(s.taskId, list)
@@ -98,8 +120,8 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
   return result
 }
 
-function pendingObservation(m: { kind: string; pendingId: string | null; status: string | null; turnId: string | null }): PendingRequestObservation {
-  return { kind: m.kind as PendingRequestObservation['kind'], pendingId: m.pendingId!, status: m.status, turnId: m.turnId }
+function pendingObservation(m: { kind: string; pendingId: string | null; status: string | null; turnId: string | null; createdAt: string | Date }): PendingRequestObservation {
+  return { kind: m.kind as PendingRequestObservation['kind'], pendingId: m.pendingId!, status: m.status, turnId: m.turnId, createdAt: rawDate(m.createdAt) }
 }
 
 /**
@@ -127,7 +149,7 @@ export async function loadSummaryInputs(
     withSessions.length
       ? db.message.findMany({
           where: { taskId: { in: withSessions }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING' },
-          select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true },
+          select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true, createdAt: true },
         })
       : none,
     withSessions.length
@@ -179,7 +201,8 @@ export async function loadSummaryInputs(
           ? { code: s.errorCode, message: s.errorMessage ?? '', stamp: s.errorStamp, occurredAt: s.errorOccurredAt }
           : null,
       errorClearedStamp: s.errorClearedStamp,
-      recentTurns: turns.get(s.id) ?? [],
+      recentTurns: turns.get(s.id)?.recent ?? [],
+      queuedPrompts: turns.get(s.id)?.queuedPrompts ?? 0,
       pendingRequests: (pendingBySession.get(s.id) ?? []).filter((m) => m.pendingId !== null).map(pendingObservation),
     }))
     const launch = launchByTask.get(task.id)

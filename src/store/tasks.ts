@@ -1,4 +1,5 @@
 import type { Store } from './store.ts'
+import type { TaskRow } from './rows.ts'
 import { allocateFeedPositions, recordTombstone } from './feed.ts'
 
 export interface NewTaskRepository {
@@ -24,10 +25,27 @@ export interface TaskChanges {
 
 export class StepNotInWorkspace extends Error {}
 
-/** Position in the "newest activity first" order: activity time, then id, both descending. */
-export interface TaskCursor {
-  lastActivityAt: Date
-  id: string
+export const TASK_ORDERS = ['LAST_ACTIVITY', 'CREATED', 'NEEDS_ATTENTION'] as const
+export type TaskOrder = (typeof TASK_ORDERS)[number]
+
+/**
+ * A task's position in one order, the key of its cursor. Every order ends with the task id, so
+ * it is total, and each is read along an index (keyset pagination: stable across pages).
+ * - LAST_ACTIVITY: activity time, then id, both descending (Task_workspaceId_lastActivityAt_id).
+ * - CREATED: creation time, then id, both descending (Task_workspaceId_createdAt_id).
+ * - NEEDS_ATTENTION: the stored summary's attention rank and key ascending, then id descending
+ *   (TaskStatusSummary_workspaceId_attentionRank_attentionKey_taskId).
+ */
+export type TaskCursor =
+  | { order: 'LAST_ACTIVITY'; lastActivityAt: Date; id: string }
+  | { order: 'CREATED'; createdAt: Date; id: string }
+  | { order: 'NEEDS_ATTENTION'; rank: number; key: number; id: string }
+
+export interface TaskListPage {
+  tasks: TaskRow[]
+  /** The position of each task of `tasks`, in the order listed. */
+  positions: TaskCursor[]
+  hasNextPage: boolean
 }
 
 async function stepOfWorkspace({ db }: Store, workspaceId: string, stepId: string | null | undefined) {
@@ -121,22 +139,83 @@ export function findTasks({ db }: Store, ids: readonly string[]) {
   return db.task.findMany({ where: { id: { in: [...ids] } } })
 }
 
-/** One page of a workspace's tasks, newest activity first; fetches one extra row to tell if more follow. */
-export async function listTasks({ db }: Store, workspaceId: string, first: number, after?: TaskCursor) {
-  const rows = await db.task.findMany({
+/** One page of a workspace's tasks in `order`, after a position of that order; one extra row tells if more follow. */
+export async function listTasks(
+  store: Store,
+  workspaceId: string,
+  first: number,
+  order: TaskOrder = 'LAST_ACTIVITY',
+  after?: TaskCursor,
+): Promise<TaskListPage> {
+  if (after && after.order !== order) throw new Error(`a ${after.order} position cannot continue a ${order} list`)
+  if (order === 'NEEDS_ATTENTION') return needsAttentionPage(store, workspaceId, first, after as Extract<TaskCursor, { order: 'NEEDS_ATTENTION' }>)
+  const { db } = store
+  const rows =
+    order === 'CREATED'
+      ? await db.task.findMany({
+          where: { workspaceId, ...(after?.order === 'CREATED' && keysetAfter('createdAt', after.createdAt, after.id)) },
+          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+          take: first + 1,
+        })
+      : await db.task.findMany({
+          where: { workspaceId, ...(after?.order === 'LAST_ACTIVITY' && keysetAfter('lastActivityAt', after.lastActivityAt, after.id)) },
+          orderBy: [{ lastActivityAt: 'desc' }, { id: 'desc' }],
+          take: first + 1,
+        })
+  const tasks = rows.slice(0, first)
+  const positions = tasks.map(
+    (t): TaskCursor =>
+      order === 'CREATED'
+        ? { order, createdAt: t.createdAt, id: t.id }
+        : { order: 'LAST_ACTIVITY', lastActivityAt: t.lastActivityAt, id: t.id },
+  )
+  return { tasks, positions, hasNextPage: rows.length > first }
+}
+
+/** After (time, id) in a (time desc, id desc) order. */
+function keysetAfter(column: 'createdAt' | 'lastActivityAt', at: Date, id: string) {
+  return { OR: [{ [column]: { lt: at } }, { [column]: at, id: { lt: id } }] }
+}
+
+/**
+ * NEEDS_ATTENTION reads the order columns the projector stores with each summary: waiting on the
+ * user first (oldest waitingSince first), then an activeError, then the rest by activity. Never
+ * derived from history here. A task whose summary row is missing is not listed: callers create
+ * the missing rows first (Projector.ensureWorkspaceRows).
+ */
+async function needsAttentionPage(
+  { db }: Store,
+  workspaceId: string,
+  first: number,
+  after?: Extract<TaskCursor, { order: 'NEEDS_ATTENTION' }>,
+): Promise<TaskListPage> {
+  const rows = await db.taskStatusSummary.findMany({
     where: {
       workspaceId,
       ...(after && {
         OR: [
-          { lastActivityAt: { lt: after.lastActivityAt } },
-          { lastActivityAt: after.lastActivityAt, id: { lt: after.id } },
+          { attentionRank: { gt: after.rank } },
+          { attentionRank: after.rank, attentionKey: { gt: after.key } },
+          { attentionRank: after.rank, attentionKey: after.key, taskId: { lt: after.id } },
         ],
       }),
     },
-    orderBy: [{ lastActivityAt: 'desc' }, { id: 'desc' }],
+    orderBy: [{ attentionRank: 'asc' }, { attentionKey: 'asc' }, { taskId: 'desc' }],
     take: first + 1,
+    select: { attentionRank: true, attentionKey: true, task: true },
   })
-  return { tasks: rows.slice(0, first), hasNextPage: rows.length > first }
+  const page = rows.slice(0, first)
+  return {
+    tasks: page.map((r) => r.task),
+    positions: page.map((r): TaskCursor => ({ order: 'NEEDS_ATTENTION', rank: r.attentionRank, key: r.attentionKey, id: r.task.id })),
+    hasNextPage: rows.length > first,
+  }
+}
+
+/** Tasks of the workspace that have no stored summary yet (normally none: the projector writes one per task). */
+export async function tasksWithoutSummary({ db }: Store, workspaceId: string): Promise<string[]> {
+  const rows = await db.task.findMany({ where: { workspaceId, summary: { is: null } }, select: { id: true } })
+  return rows.map((r) => r.id)
 }
 
 export function tasksOfSteps({ db }: Store, stepIds: readonly string[]) {

@@ -4,6 +4,7 @@
 // still streaming, nor the reverse).
 import type { Prisma } from '../generated/sqlite/client.ts'
 import type { Store, SourceEventKind } from './store.ts'
+import type { InterruptionReason } from '../summary/types.ts'
 
 /** Final status of a streamed message or tool call whose turn was cut off before the agent finished it. */
 export const INTERRUPTED = 'INTERRUPTED'
@@ -74,14 +75,16 @@ const BATCH = 500
 
 /**
  * The work a dead process left open in these sessions (restart, and takeover of another
- * instance's sessions): every open turn, lifecycle-only ones too, closes as interrupted; every
+ * instance's sessions): every open turn, lifecycle-only ones too, closes as interrupted, with
+ * `reason` recorded as the way the server cut it off (queued prompts close with it: they are
+ * no longer waiting, and the task's queued-prompt count says so); every
  * message still in progress becomes INTERRUPTED (COMPLETED when its turn had ended normally);
  * every pending permission or clarification becomes CANCELLED, since the agent that asked is gone
  * and a relaunched one never receives the answer. A fixed number of statements per 500 sessions, whatever the number of turns or
  * messages. Closing by recovery is not activity: the task's activity time stays where the dead
  * process left it.
  */
-export async function closeInterruptedWork(store: Store, sessionIds: readonly string[]) {
+export async function closeInterruptedWork(store: Store, sessionIds: readonly string[], reason: InterruptionReason) {
   const turns: ClosedTurn[] = []
   const messages: (FinalizedMessage & { taskId: string })[] = []
   const at = store.now()
@@ -98,7 +101,7 @@ export async function closeInterruptedWork(store: Store, sessionIds: readonly st
       })
       const closed = await tx.turn.updateManyAndReturn({
         where: { sessionId: { in: ids }, completedAt: null },
-        data: { completedAt: at, stopReason: INTERRUPTED_STOP_REASON, interrupted: true },
+        data: { completedAt: at, stopReason: INTERRUPTED_STOP_REASON, interrupted: true, interruption: reason },
         select: { id: true, sessionId: true, taskId: true },
       })
       const partial = await tx.message.updateManyAndReturn({

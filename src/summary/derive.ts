@@ -1,7 +1,7 @@
 import { activeError } from './active-error.ts'
 import { gitTotals } from './git-totals.ts'
-import type { SessionObservation, SummaryInputs } from './inputs.ts'
-import { taskPendingAction } from './pending.ts'
+import type { SessionObservation, SummaryInputs, TurnObservation } from './inputs.ts'
+import { taskPending } from './pending.ts'
 import { pullRequestSummary } from './pull-requests.ts'
 import type { SummaryPayload } from './types.ts'
 
@@ -9,12 +9,26 @@ import type { SummaryPayload } from './types.ts'
 const LIVE = new Set(['STARTING', 'RUNNING', 'WAITING_FOR_INPUT', 'IDLE'])
 
 /** The flagged primary session; without a flag, the newest session. */
-function primarySession(sessions: SessionObservation[]): SummaryPayload['primarySession'] {
+function primaryOf(sessions: SessionObservation[]): SessionObservation | undefined {
   const byNewest = [...sessions].sort(
     (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1),
   )
-  const primary = byNewest.find((s) => s.isPrimary) ?? byNewest[0]
-  return primary ? { id: primary.id, state: primary.state } : null
+  return byNewest.find((s) => s.isPrimary) ?? byNewest[0]
+}
+
+/**
+ * Set while the primary session's latest turn (lifecycle-only ones included: a resume records
+ * one) is one the server cut off. A newer turn (the next prompt, a resume) or another primary
+ * session (the deleted one's successor) clears it.
+ */
+function interruption(primary: SessionObservation | undefined): SummaryPayload['interruption'] {
+  const latest = primary ? [...primary.recentTurns].sort(newestTurnFirst)[0] : undefined
+  if (!primary || !latest?.interruption || !latest.completedAt) return null
+  return { sessionId: primary.id, reason: latest.interruption, at: latest.completedAt.toISOString() }
+}
+
+function newestTurnFirst(a: TurnObservation, b: TurnObservation): number {
+  return b.startedAt.getTime() - a.startedAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
 }
 
 /** GENERATING while a turn is in flight (RUNNING); BACKGROUND while only subagents or background work run. */
@@ -48,21 +62,26 @@ function lastActivityAt(inputs: SummaryInputs): string | null {
  * from the same observations: stored rows of an older version are rebuilt on their next read
  * (reads otherwise trust the stored row and reconcile only its pending field).
  */
-export const SUMMARY_DERIVATION_VERSION = 1
+export const SUMMARY_DERIVATION_VERSION = 2
 
 /** Authoritative observations in, the bounded summary out. No IO, no clock. */
 export function deriveSummary(inputs: SummaryInputs): SummaryPayload {
   const sessions = inputs.sessions
+  const primary = primaryOf(sessions)
+  const pending = taskPending(sessions)
   return {
     lastActivityAt: lastActivityAt(inputs),
-    primarySession: primarySession(sessions),
+    primarySession: primary ? { id: primary.id, state: primary.state } : null,
     foregroundActivity: foregroundActivity(sessions),
     activeSubagentCount: sessions
       .filter((s) => LIVE.has(s.state))
       .reduce((sum, s) => sum + Math.max(0, s.activeSubagentCount), 0),
-    pendingAction: taskPendingAction(sessions),
+    pendingAction: pending.pendingAction,
     activeError: activeError(sessions, inputs.launchError),
     git: gitTotals(inputs.git),
     pullRequest: pullRequestSummary(inputs.pullRequests),
+    waitingSince: pending.waitingSince,
+    queuedPromptCount: sessions.reduce((sum, s) => sum + Math.max(0, s.queuedPrompts), 0),
+    interruption: interruption(primary),
   }
 }

@@ -1,4 +1,4 @@
-import type { GitTotals, SessionState } from './types.ts'
+import type { GitTotals, InterruptionReason, SessionState } from './types.ts'
 
 /**
  * The authoritative observations one summary is derived from: plain data, loaded in batch by
@@ -39,6 +39,9 @@ export interface TurnObservation {
   promptDispatchPending: boolean
   promptDispatchAttempted: boolean
   hasMessages: boolean
+  completedAt: Date | null
+  /** Set when the server cut the turn off (restart recovery, takeover); null for every other ending. */
+  interruption: InterruptionReason | null
 }
 
 export interface PendingRequestObservation {
@@ -46,6 +49,8 @@ export interface PendingRequestObservation {
   pendingId: string
   status: string | null
   turnId: string | null
+  /** When the agent raised the request. */
+  createdAt: Date
 }
 
 export interface SessionObservation {
@@ -60,6 +65,8 @@ export interface SessionObservation {
   errorClearedStamp: string | null
   /** The session's newest turns, newest first (a bounded window). */
   recentTurns: TurnObservation[]
+  /** The session's prompts accepted behind an open turn and not yet dispatched (a count, read with the window). */
+  queuedPrompts: number
   /** Permission and clarification rows of the session that are still PENDING. */
   pendingRequests: PendingRequestObservation[]
 }

@@ -30,11 +30,18 @@ function newestFirst(a: TurnObservation, b: TurnObservation): number {
  * clears only when that row itself reaches another status or is deleted: other rows, finished
  * or not, never clear it. A newer authoritative turn supersedes older pending rows.
  */
-export function sessionPendingAction(session: SessionObservation): SummaryPayload['pendingAction'] {
-  if (!CAN_BE_PENDING.has(session.state)) return null
+export function armedRequests(session: SessionObservation): PendingRequestObservation[] {
+  if (!CAN_BE_PENDING.has(session.state)) return []
   const turn = currentAuthoritativeTurn(session)
-  if (!turn) return null
-  const armed = session.pendingRequests.filter((r: PendingRequestObservation) => r.turnId === turn.id && r.status === 'PENDING')
+  if (!turn) return []
+  return session.pendingRequests.filter((r) => r.turnId === turn.id && r.status === 'PENDING')
+}
+
+export function sessionPendingAction(session: SessionObservation): SummaryPayload['pendingAction'] {
+  return actionOf(armedRequests(session))
+}
+
+function actionOf(armed: PendingRequestObservation[]): SummaryPayload['pendingAction'] {
   if (armed.some((r) => r.kind === 'PERMISSION_REQUEST')) return 'PERMISSION'
   if (armed.some((r) => r.kind === 'CLARIFICATION')) return 'CLARIFICATION'
   return null
@@ -42,8 +49,20 @@ export function sessionPendingAction(session: SessionObservation): SummaryPayloa
 
 /** Permission outranks clarification across the task's sessions. */
 export function taskPendingAction(sessions: SessionObservation[]): SummaryPayload['pendingAction'] {
-  const actions = sessions.map(sessionPendingAction)
-  if (actions.includes('PERMISSION')) return 'PERMISSION'
-  if (actions.includes('CLARIFICATION')) return 'CLARIFICATION'
-  return null
+  return taskPending(sessions).pendingAction
+}
+
+const KIND_OF = { PERMISSION: 'PERMISSION_REQUEST', CLARIFICATION: 'CLARIFICATION' } as const
+
+/**
+ * The task's pendingAction and waitingSince together: waitingSince is the creation time of the
+ * request behind the pendingAction, the oldest armed request of that kind across the task's
+ * sessions (how long the task has waited on its user for it); null when nothing is pending.
+ */
+export function taskPending(sessions: SessionObservation[]): Pick<SummaryPayload, 'pendingAction' | 'waitingSince'> {
+  const armed = sessions.flatMap(armedRequests)
+  const pendingAction = actionOf(armed)
+  if (!pendingAction) return { pendingAction: null, waitingSince: null }
+  const times = armed.filter((r) => r.kind === KIND_OF[pendingAction]).map((r) => r.createdAt.getTime())
+  return { pendingAction, waitingSince: new Date(Math.min(...times)).toISOString() }
 }

@@ -1,5 +1,6 @@
 import { CATEGORY_MAX_BYTES, MAX_RECOVERY_ACTIONS, PREVIEW_MAX_BYTES } from './bounds.ts'
 import {
+  INTERRUPTION_REASONS,
   PULL_REQUEST_AGGREGATE_STATES,
   RECOVERY_ACTIONS,
   SESSION_STATES,
@@ -52,6 +53,11 @@ export function validateSummary(payload: SummaryPayload): void {
   if (p.foregroundActivity !== null && !['GENERATING', 'BACKGROUND'].includes(p.foregroundActivity)) fail('foregroundActivity')
   if (!isCount(p.activeSubagentCount)) fail('activeSubagentCount')
   if (p.pendingAction !== null && !['PERMISSION', 'CLARIFICATION'].includes(p.pendingAction)) fail('pendingAction')
+  // waitingSince is the time of the request behind pendingAction: one without the other is not a summary.
+  if ((p.waitingSince === null) !== (p.pendingAction === null) || (p.waitingSince !== null && !isIsoDate(p.waitingSince))) fail('waitingSince')
+  if (!isCount(p.queuedPromptCount)) fail('queuedPromptCount')
+  const i = p.interruption
+  if (i && (!i.sessionId || !INTERRUPTION_REASONS.includes(i.reason) || !isIsoDate(i.at))) fail('interruption')
   const e = p.activeError
   if (e) {
     if (!e.stamp || !isIsoDate(e.occurredAt)) fail('activeError.stamp/occurredAt')
@@ -88,5 +94,9 @@ export function semanticEqual(a: SummaryPayload, b: SummaryPayload): boolean {
 export function parseStoredPayload(json: string): SummaryPayload {
   const raw = JSON.parse(json) as SummaryPayload
   if (raw.activeError) raw.activeError.recoveryActions ??= []
+  // Rows stored before the attention fields existed read as "none" until they are rebuilt.
+  raw.waitingSince ??= null
+  raw.queuedPromptCount ??= 0
+  raw.interruption ??= null
   return raw
 }

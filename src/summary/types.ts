@@ -59,6 +59,17 @@ export interface PullRequestSummary {
   autoMergeEnabled: boolean
 }
 
+/** Why the server, not the agent or the user, cut a session's latest turn off. */
+export const INTERRUPTION_REASONS = ['SERVER_RESTART', 'OWNER_LOST'] as const
+export type InterruptionReason = (typeof INTERRUPTION_REASONS)[number]
+
+export interface Interruption {
+  sessionId: string
+  reason: InterruptionReason
+  /** ISO-8601: when the server closed the turn. */
+  at: string
+}
+
 /** The semantic payload: everything but revision and projection time. */
 export interface SummaryPayload {
   /** ISO-8601 */
@@ -70,6 +81,12 @@ export interface SummaryPayload {
   activeError: ActiveError | null
   git: GitTotals | null
   pullRequest: PullRequestSummary | null
+  /** ISO-8601: creation of the request behind pendingAction; null exactly when pendingAction is. */
+  waitingSince: string | null
+  /** User prompts accepted behind an open turn of their session and not yet dispatched. */
+  queuedPromptCount: number
+  /** The primary session's latest turn was cut off by the server. */
+  interruption: Interruption | null
 }
 
 export interface StoredSummary {

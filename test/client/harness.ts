@@ -227,6 +227,9 @@ export function summary(taskId: string, revision: number, extra: Partial<StatusS
     activeError: null,
     git: null,
     pullRequest: null,
+    waitingSince: null,
+    queuedPromptCount: 0,
+    interruption: null,
     ...extra,
   }
 }

@@ -140,13 +140,13 @@ describe.each(PROVIDERS)('feed positions and tombstones (%s)', (provider) => {
       Promise.all(taskIds.map((id, i) => updateTask(store, id, { title: `edited ${i}` }))),
       Promise.all(
         taskIds.map((taskId, i) =>
-          compareAndUpdateSummary(store, { taskId, workspaceId, expectedRevision: null, payload: `{"n":${i}}`, updatedAt: now, derivationVersion: 1 }),
+          compareAndUpdateSummary(store, { taskId, workspaceId, expectedRevision: null, payload: `{"n":${i}}`, updatedAt: now, derivationVersion: 1, attentionRank: 2, attentionKey: 0 }),
         ),
       ),
       // Stale compare-and-updates (no such revision): rolled back, so the position they took goes back too.
       Promise.all(
         taskIds.slice(0, 5).map((taskId) =>
-          compareAndUpdateSummary(store, { taskId, workspaceId, expectedRevision: 7, payload: '{}', updatedAt: now, derivationVersion: 1 }),
+          compareAndUpdateSummary(store, { taskId, workspaceId, expectedRevision: 7, payload: '{}', updatedAt: now, derivationVersion: 1, attentionRank: 2, attentionKey: 0 }),
         ),
       ),
     ])

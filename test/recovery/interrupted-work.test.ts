@@ -81,13 +81,13 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
   it('recovery gives every unfinished row of the table its final status, once (version +1), and reports exactly those', async () => {
     const task = await w.newTask()
     const s = await sessionMidTurn(task.id)
-    const closed = await closeInterruptedWork(w.store, [s.sessionId])
+    const closed = await closeInterruptedWork(w.store, [s.sessionId], 'SERVER_RESTART')
     expect(await table(s.rows)).toEqual(expected('interrupted'))
     const changed = ROWS.filter((r) => r.interrupted !== r.status).map((r) => s.rows.get(r.name)!)
     expect(closed.messages.map((m) => m.id).sort()).toEqual([...changed, s.loose.id, s.stale.id].sort())
     expect(closed.messages.every((m) => m.version === 2 && m.sessionId === s.sessionId)).toBe(true)
     // Run again (a retried recovery): nothing is left to change.
-    expect(await closeInterruptedWork(w.store, [s.sessionId])).toEqual({ turns: [], messages: [] })
+    expect(await closeInterruptedWork(w.store, [s.sessionId], 'SERVER_RESTART')).toEqual({ turns: [], messages: [] })
   })
 
   it('a live turn the agent ended: every unfinished row of the table ends COMPLETED, requests stay as they are', async () => {
@@ -104,7 +104,7 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
     const cancelled = await sessionMidTurn(task.id, 'CANCELLED')
     const untouched = await sessionMidTurn(task.id)
     const at = w.clock.advance(1000)
-    const closed = await closeInterruptedWork(w.store, [recovered.sessionId, cancelled.sessionId])
+    const closed = await closeInterruptedWork(w.store, [recovered.sessionId, cancelled.sessionId], 'SERVER_RESTART')
 
     for (const s of [recovered, cancelled]) {
       for (const id of [s.lifecycle.id, s.turn.id])
@@ -146,14 +146,14 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
     const small = await w.newTask()
     const one = await sessionMidTurn(small.id)
     w.statements.length = 0
-    await closeInterruptedWork(w.store, [one.sessionId])
+    await closeInterruptedWork(w.store, [one.sessionId], 'SERVER_RESTART')
     const forOne = w.statements.length
 
     const big = await w.newTask()
     const many: string[] = []
     for (let i = 0; i < 8; i++) many.push((await sessionMidTurn(big.id)).sessionId)
     w.statements.length = 0
-    const closed = await closeInterruptedWork(w.store, many)
+    const closed = await closeInterruptedWork(w.store, many, 'SERVER_RESTART')
     expect(closed.turns).toHaveLength(16)
     expect(closed.messages.length).toBe(8 * 8)
     expect(w.statements.length).toBe(forOne)
@@ -179,7 +179,7 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
       { id: running.sessionId, agentProfile: 'mock' },
       { id: stopped.sessionId, agentProfile: 'mock' },
       { id: orphan.sessionId, agentProfile: 'gone' },
-    ])
+    ], 'SERVER_RESTART')
     expect(result).toMatchObject({ resumed: 1, failed: 1, closedTurns: 6 })
 
     const state = async (id: string) => w.store.db.session.findUniqueOrThrow({ where: { id } })

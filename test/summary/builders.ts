@@ -27,6 +27,8 @@ export function turn(id: string, minutes: number, overrides: Partial<TurnObserva
     promptDispatchPending: false,
     promptDispatchAttempted: false,
     hasMessages: true,
+    completedAt: null,
+    interruption: null,
     ...overrides,
   }
 }
@@ -36,14 +38,14 @@ export const reservation = (id: string, minutes: number, overrides: Partial<Turn
   turn(id, minutes, { promptDispatchPending: true, promptDispatchAttempted: false, hasMessages: false, ...overrides })
 
 export function permission(turnId: string | null, overrides: Partial<PendingRequestObservation> = {}): PendingRequestObservation {
-  return { kind: 'PERMISSION_REQUEST', pendingId: `perm-${turnId ?? 'none'}`, status: 'PENDING', turnId, ...overrides }
+  return { kind: 'PERMISSION_REQUEST', pendingId: `perm-${turnId ?? 'none'}`, status: 'PENDING', turnId, createdAt: T0, ...overrides }
 }
 
 export function clarification(
   turnId: string | null,
   overrides: Partial<PendingRequestObservation> = {},
 ): PendingRequestObservation {
-  return { kind: 'CLARIFICATION', pendingId: `clar-${turnId ?? 'none'}`, status: 'PENDING', turnId, ...overrides }
+  return { kind: 'CLARIFICATION', pendingId: `clar-${turnId ?? 'none'}`, status: 'PENDING', turnId, createdAt: T0, ...overrides }
 }
 
 export function sessionError(
@@ -65,6 +67,7 @@ export function session(overrides: Partial<SessionObservation> = {}): SessionObs
     error: null,
     errorClearedStamp: null,
     recentTurns: [],
+    queuedPrompts: 0,
     pendingRequests: [],
     ...overrides,
   }
@@ -160,6 +163,9 @@ export function payload(overrides: Partial<SummaryPayload> = {}): SummaryPayload
       autoFixEnabled: true,
       autoMergeEnabled: false,
     },
+    waitingSince: iso(8),
+    queuedPromptCount: 1,
+    interruption: { sessionId: 's1', reason: 'SERVER_RESTART', at: iso(9) },
     ...overrides,
   }
 }

@@ -192,10 +192,12 @@ describe('deriveSummary: a whole task', () => {
           createdAt: at(1),
           activeSubagentCount: 1,
           recentTurns: [turn('t2', 6), turn('t1', 2)],
-          pendingRequests: [clarification('t2'), permission('t1')],
+          queuedPrompts: 2,
+          pendingRequests: [clarification('t2', { createdAt: at(7) }), permission('t1')],
         }),
         session({
           id: 's-side',
+          queuedPrompts: 1,
           state: 'FAILED',
           createdAt: at(3),
           activeSubagentCount: 4,
@@ -233,6 +235,9 @@ describe('deriveSummary: a whole task', () => {
         autoFixEnabled: false,
         autoMergeEnabled: true,
       },
+      waitingSince: iso(7),
+      queuedPromptCount: 3,
+      interruption: null,
     })
     validateSummary(summary)
   })
@@ -247,6 +252,9 @@ describe('deriveSummary: a whole task', () => {
       activeError: null,
       git: null,
       pullRequest: null,
+      waitingSince: null,
+      queuedPromptCount: 0,
+      interruption: null,
     })
   })
 

@@ -57,8 +57,9 @@ const withGit = (g: Partial<NonNullable<SummaryPayload['git']>>) => payload({ gi
 describe('semanticJson', () => {
   it('the empty summary serializes with sorted keys', () => {
     expect(semanticJson(deriveSummary(inputs()))).toBe(
-      '{"activeError":null,"activeSubagentCount":0,"foregroundActivity":null,"git":null,' +
-        '"lastActivityAt":"2026-01-01T00:00:00.000Z","pendingAction":null,"primarySession":null,"pullRequest":null}',
+      '{"activeError":null,"activeSubagentCount":0,"foregroundActivity":null,"git":null,"interruption":null,' +
+        '"lastActivityAt":"2026-01-01T00:00:00.000Z","pendingAction":null,"primarySession":null,"pullRequest":null,' +
+        '"queuedPromptCount":0,"waitingSince":null}',
     )
   })
 
@@ -130,7 +131,14 @@ describe('semanticEqual', () => {
     { name: 'foregroundActivity to null', changed: payload({ foregroundActivity: null }) },
     { name: 'activeSubagentCount', changed: payload({ activeSubagentCount: 3 }) },
     { name: 'pendingAction', changed: payload({ pendingAction: 'CLARIFICATION' }) },
-    { name: 'pendingAction to null', changed: payload({ pendingAction: null }) },
+    { name: 'pendingAction to null', changed: payload({ pendingAction: null, waitingSince: null }) },
+    { name: 'waitingSince', changed: payload({ waitingSince: iso(9) }) },
+    { name: 'queuedPromptCount', changed: payload({ queuedPromptCount: 2 }) },
+    { name: 'queuedPromptCount to 0', changed: payload({ queuedPromptCount: 0 }) },
+    { name: 'interruption to null', changed: payload({ interruption: null }) },
+    { name: 'interruption.reason', changed: payload({ interruption: { sessionId: 's1', reason: 'OWNER_LOST', at: iso(9) } }) },
+    { name: 'interruption.at', changed: payload({ interruption: { sessionId: 's1', reason: 'SERVER_RESTART', at: iso(10) } }) },
+    { name: 'interruption.sessionId', changed: payload({ interruption: { sessionId: 's2', reason: 'SERVER_RESTART', at: iso(9) } }) },
     { name: 'activeError to null', changed: payload({ activeError: null }) },
     { name: 'activeError.sessionId', changed: withError({ sessionId: null }) },
     { name: 'activeError.taskRepositoryId', changed: withError({ taskRepositoryId: 'repo-1' }) },
@@ -201,6 +209,14 @@ describe('semanticEqual', () => {
     { name: 'negative PR openCount', bad: withPr({ openCount: -1 }) },
     { name: 'openCount > count', bad: withPr({ count: 1, openCount: 2 }) },
     { name: 'unknown aggregateState', bad: withPr({ aggregateState: 'GREEN' as never }) },
+    { name: 'waitingSince without a pendingAction', bad: payload({ pendingAction: null }) },
+    { name: 'a pendingAction without waitingSince', bad: payload({ waitingSince: null }) },
+    { name: 'waitingSince not a date', bad: payload({ waitingSince: 'a while' }) },
+    { name: 'negative queuedPromptCount', bad: payload({ queuedPromptCount: -1 }) },
+    { name: 'fractional queuedPromptCount', bad: payload({ queuedPromptCount: 0.5 }) },
+    { name: 'unknown interruption reason', bad: payload({ interruption: { sessionId: 's1', reason: 'POWER_CUT' as never, at: iso(9) } }) },
+    { name: 'interruption at not a date', bad: payload({ interruption: { sessionId: 's1', reason: 'OWNER_LOST', at: 'then' } }) },
+    { name: 'interruption without a session', bad: payload({ interruption: { sessionId: '', reason: 'OWNER_LOST', at: iso(9) } }) },
   ]
 
   it.each(invalid)('throws InvalidSummaryError when either side is invalid: $name', ({ bad }) => {
@@ -218,7 +234,7 @@ describe('semanticEqual', () => {
     { name: 'no recovery actions', p: withError({ recoveryActions: [] }) },
     { name: 'openCount equal to count', p: withPr({ count: 2, openCount: 2 }) },
     { name: 'zero counts', p: withPr({ count: 0, openCount: 0 }) },
-    { name: 'all-null summary', p: payload({ lastActivityAt: null, primarySession: null, foregroundActivity: null, activeSubagentCount: 0, pendingAction: null, activeError: null, git: null, pullRequest: null }) },
+    { name: 'all-null summary', p: payload({ lastActivityAt: null, primarySession: null, foregroundActivity: null, activeSubagentCount: 0, pendingAction: null, activeError: null, git: null, pullRequest: null, waitingSince: null, queuedPromptCount: 0, interruption: null }) },
   ])('boundary values are valid: $name', ({ p }) => {
     expect(() => validateSummary(p)).not.toThrow()
     expect(semanticEqual(p, structuredClone(p))).toBe(true)

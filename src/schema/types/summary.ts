@@ -2,10 +2,12 @@ import { builder } from '../builder.ts'
 import { requirePrincipal } from '../authorize.ts'
 import { badInput } from '../../errors.ts'
 import {
+  INTERRUPTION_REASONS,
   PULL_REQUEST_AGGREGATE_STATES,
   RECOVERY_ACTIONS,
   type ActiveError,
   type GitTotals,
+  type Interruption,
   type PullRequestSummary,
   type StoredSummary,
 } from '../../summary/types.ts'
@@ -19,6 +21,26 @@ const PendingActionEnum = builder.enumType('PendingAction', { values: ['PERMISSI
 const RecoveryActionEnum = builder.enumType('RecoveryAction', { values: RECOVERY_ACTIONS })
 const PullRequestAggregateStateEnum = builder.enumType('PullRequestAggregateState', {
   values: PULL_REQUEST_AGGREGATE_STATES,
+})
+
+const InterruptionReasonEnum = builder.enumType('InterruptionReason', {
+  description: "(v1.3) Why a session's latest turn was cut off by the server rather than by the agent or the user.",
+  values: {
+    SERVER_RESTART: { description: 'The server process that ran the agent stopped or died.' },
+    OWNER_LOST: {
+      description: 'The instance that owned the session lost it (its lease expired) and another instance took over.',
+    },
+  } satisfies Record<(typeof INTERRUPTION_REASONS)[number], unknown>,
+})
+
+const InterruptionRef = builder.objectRef<Interruption>('Interruption').implement({
+  description:
+    "(v1.3) The primary session's latest turn was cut off by the server; cleared by the next user prompt, resumeSession, or deleteSession.",
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId'),
+    reason: t.expose('reason', { type: InterruptionReasonEnum }),
+    at: t.field({ type: 'DateTime', description: 'When the server cut the turn off.', resolve: (i) => new Date(i.at) }),
+  }),
 })
 
 const PrimarySessionSummaryRef = builder
@@ -130,6 +152,24 @@ export const TaskStatusSummaryRef = builder.objectRef<StoredSummary>('TaskStatus
     activeError: t.field({ type: ActiveErrorRef, nullable: true, resolve: (s) => s.payload.activeError }),
     git: t.field({ type: GitTotalsRef, nullable: true, resolve: (s) => s.payload.git }),
     pullRequest: t.field({ type: PullRequestSummaryRef, nullable: true, resolve: (s) => s.payload.pullRequest }),
+    waitingSince: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description:
+        '(v1.3) When the current pendingAction was raised; null when there is none. Lets a switcher say how long a task has waited on its user.',
+      resolve: (s) => (s.payload.waitingSince ? new Date(s.payload.waitingSince) : null),
+    }),
+    queuedPromptCount: t.int({
+      description:
+        "(v1.3) User prompts accepted by the task's sessions and not yet dispatched to their agent (a turn was in flight). Stored with each prompt, so the count stays exact across restarts and takeovers. A prompt still queued when the server holding it stops is not dispatched later: the recovery closes its turn as interrupted, and the count drops.",
+      resolve: (s) => s.payload.queuedPromptCount,
+    }),
+    interruption: t.field({
+      type: InterruptionRef,
+      nullable: true,
+      description: "(v1.3) Set while the primary session's latest turn is one the server cut off.",
+      resolve: (s) => s.payload.interruption,
+    }),
   }),
 })
 

@@ -4,7 +4,7 @@ import { boundedText, intInRange, optionalText } from '../validate.ts'
 import { decodeTaskCursor, encodeTaskCursor } from '../cursor.ts'
 import { badInput, notFound } from '../../errors.ts'
 import { createTask, deleteTask, listTasks, StepNotInWorkspace, updateTask } from '../../store/tasks.ts'
-import type { NewTaskRepository } from '../../store/tasks.ts'
+import type { NewTaskRepository, TaskOrder } from '../../store/tasks.ts'
 import type { TaskRepositoryRow, TaskRow } from '../../store/rows.ts'
 import { checkLocalPath } from '../../git/repository-roots.ts'
 import type { Context } from '../context.ts'
@@ -48,42 +48,53 @@ TaskRef.implement({
 })
 
 export interface TaskPage {
-  tasks: TaskRow[]
+  edges: { task: TaskRow; cursor: string }[]
   hasNextPage: boolean
 }
 
-const TaskEdgeRef = builder.objectRef<TaskRow>('TaskEdge').implement({
+export const TaskOrderEnum = builder.enumType('TaskOrder', {
+  description: '(v1.3) Orders of a task list. Every order is total (ties broken by task id) and stable across pages.',
+  values: {
+    LAST_ACTIVITY: { description: 'Newest lastActivityAt first (the default).' },
+    CREATED: { description: 'Newest created first.' },
+    NEEDS_ATTENTION: {
+      description:
+        'Tasks waiting on their user first (oldest waitingSince first), then tasks with an activeError, then the rest by LAST_ACTIVITY.',
+    },
+  } satisfies Record<TaskOrder, unknown>,
+})
+
+const TaskEdgeRef = builder.objectRef<TaskPage['edges'][number]>('TaskEdge').implement({
   fields: (t) => ({
-    cursor: t.string({ resolve: (task) => encodeTaskCursor(task) }),
-    node: t.field({ type: TaskRef, resolve: (task) => task }),
+    cursor: t.exposeString('cursor'),
+    node: t.field({ type: TaskRef, resolve: (edge) => edge.task }),
   }),
 })
 
 const PageInfoRef = builder.objectRef<TaskPage>('PageInfo').implement({
   fields: (t) => ({
     hasNextPage: t.exposeBoolean('hasNextPage'),
-    endCursor: t.string({
-      nullable: true,
-      resolve: ({ tasks }) => (tasks.length ? encodeTaskCursor(tasks[tasks.length - 1]!) : null),
-    }),
+    endCursor: t.string({ nullable: true, resolve: ({ edges }) => edges.at(-1)?.cursor ?? null }),
   }),
 })
 
 export const TaskConnectionRef = builder.objectRef<TaskPage>('TaskConnection').implement({
   fields: (t) => ({
-    edges: t.field({ type: [TaskEdgeRef], resolve: (page) => page.tasks }),
+    edges: t.field({ type: [TaskEdgeRef], resolve: (page) => page.edges }),
     pageInfo: t.field({ type: PageInfoRef, resolve: (page) => page }),
   }),
 })
 
-/** Shared by Query.tasks and BootState.tasks: validated arguments, one page, no per-task query. */
-export async function taskPage(ctx: Context, workspaceId: string, first: number, after: string | null | undefined) {
+/** Shared by Query.tasks and BootState.tasks (always the default order): validated arguments, one page, no per-task query. */
+export async function taskPage(ctx: Context, workspaceId: string, first: number, after: string | null | undefined, order: TaskOrder = 'LAST_ACTIVITY'): Promise<TaskPage> {
   intInRange('first', first, 0, MAX_TASKS_PAGE)
-  const cursor = after ? decodeTaskCursor(after) : undefined
+  const cursor = after ? decodeTaskCursor(after, order) : undefined
   await requireWorkspaceMember(ctx, workspaceId)
-  const page = await listTasks(ctx.store, workspaceId, first, cursor)
+  // The attention order is read from the stored summaries: a task without one yet gets it first.
+  if (order === 'NEEDS_ATTENTION') await ctx.projector.ensureWorkspaceRows(workspaceId)
+  const page = await listTasks(ctx.store, workspaceId, first, order, cursor)
   for (const task of page.tasks) ctx.loaders.task.prime(task.id, task)
-  return page
+  return { edges: page.tasks.map((task, i) => ({ task, cursor: encodeTaskCursor(page.positions[i]!) })), hasNextPage: page.hasNextPage }
 }
 
 builder.queryFields((t) => ({
@@ -101,8 +112,9 @@ builder.queryFields((t) => ({
       workspaceId: t.arg.id({ required: true }),
       first: t.arg.int({ defaultValue: 100 }),
       after: t.arg.string(),
+      orderBy: t.arg({ type: TaskOrderEnum, defaultValue: 'LAST_ACTIVITY', description: '(v1.3)' }),
     },
-    resolve: (_root, args, ctx) => taskPage(ctx, args.workspaceId, args.first ?? 100, args.after),
+    resolve: (_root, args, ctx) => taskPage(ctx, args.workspaceId, args.first ?? 100, args.after, args.orderBy ?? 'LAST_ACTIVITY'),
   }),
 }))
 

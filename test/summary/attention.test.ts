@@ -1,0 +1,211 @@
+// The attention fields (v1.3): waitingSince, queuedPromptCount, interruption, and the stored
+// NEEDS_ATTENTION position derived from a payload. One row per rule.
+import { describe, expect, it } from 'vitest'
+import { attentionOrder } from '../../src/summary/attention.ts'
+import { deriveSummary } from '../../src/summary/derive.ts'
+import type { SessionObservation } from '../../src/summary/inputs.ts'
+import { validateSummary } from '../../src/summary/semantic.ts'
+import type { SummaryPayload } from '../../src/summary/types.ts'
+import { at, clarification, inputs, iso, payload, permission, reservation, session, turn } from './builders.ts'
+
+const derive = (sessions: SessionObservation[]) => {
+  const summary = deriveSummary(inputs({ sessions }))
+  validateSummary(summary)
+  return summary
+}
+
+describe('waitingSince: the creation time of the request behind pendingAction', () => {
+  it.each<{ name: string; sessions: SessionObservation[]; pending: SummaryPayload['pendingAction']; since: string | null }>([
+    { name: 'nothing pending → null', sessions: [session({ state: 'RUNNING', recentTurns: [turn('t1', 1)] })], pending: null, since: null },
+    {
+      name: 'a permission in the current turn → its creation time',
+      sessions: [session({ state: 'RUNNING', recentTurns: [turn('t1', 1)], pendingRequests: [permission('t1', { createdAt: at(4) })] })],
+      pending: 'PERMISSION',
+      since: iso(4),
+    },
+    {
+      name: 'a clarification in the current turn → its creation time',
+      sessions: [session({ state: 'WAITING_FOR_INPUT', recentTurns: [turn('t1', 1)], pendingRequests: [clarification('t1', { createdAt: at(6) })] })],
+      pending: 'CLARIFICATION',
+      since: iso(6),
+    },
+    {
+      name: 'permission outranks an older clarification: the permission’s time, not the clarification’s',
+      sessions: [
+        session({ id: 'a', state: 'RUNNING', recentTurns: [turn('ta', 1)], pendingRequests: [clarification('ta', { createdAt: at(2) })] }),
+        session({ id: 'b', state: 'RUNNING', recentTurns: [turn('tb', 1)], pendingRequests: [permission('tb', { createdAt: at(9) })] }),
+      ],
+      pending: 'PERMISSION',
+      since: iso(9),
+    },
+    {
+      name: 'permissions in two sessions → the oldest one',
+      sessions: [
+        session({ id: 'a', state: 'RUNNING', recentTurns: [turn('ta', 1)], pendingRequests: [permission('ta', { createdAt: at(7) })] }),
+        session({ id: 'b', state: 'RUNNING', recentTurns: [turn('tb', 1)], pendingRequests: [permission('tb', { createdAt: at(3) })] }),
+      ],
+      pending: 'PERMISSION',
+      since: iso(3),
+    },
+    {
+      name: 'a pending row of an older turn does not arm, and gives no time',
+      sessions: [
+        session({ state: 'RUNNING', recentTurns: [turn('t2', 5), turn('t1', 1)], pendingRequests: [permission('t1', { createdAt: at(2) })] }),
+      ],
+      pending: null,
+      since: null,
+    },
+    {
+      name: 'an unattempted reservation does not move the boundary: the request still counts, with its time',
+      sessions: [
+        session({
+          state: 'RUNNING',
+          recentTurns: [reservation('r', 5), turn('t1', 1)],
+          pendingRequests: [clarification('t1', { createdAt: at(3) })],
+        }),
+      ],
+      pending: 'CLARIFICATION',
+      since: iso(3),
+    },
+    {
+      name: 'a request of a stopped session counts for nothing',
+      sessions: [session({ state: 'CANCELLED', recentTurns: [turn('t1', 1)], pendingRequests: [permission('t1', { createdAt: at(2) })] })],
+      pending: null,
+      since: null,
+    },
+    {
+      name: 'an answered request gives no time',
+      sessions: [
+        session({ state: 'RUNNING', recentTurns: [turn('t1', 1)], pendingRequests: [permission('t1', { status: 'APPROVED', createdAt: at(2) })] }),
+      ],
+      pending: null,
+      since: null,
+    },
+  ])('$name', ({ sessions, pending, since }) => {
+    const summary = derive(sessions)
+    expect(summary.pendingAction).toBe(pending)
+    expect(summary.waitingSince).toBe(since)
+  })
+})
+
+describe('queuedPromptCount: prompts accepted behind an open turn, not yet dispatched', () => {
+  it.each<{ name: string; sessions: SessionObservation[]; count: number }>([
+    { name: 'no sessions → 0', sessions: [], count: 0 },
+    { name: 'a session with nothing queued → 0', sessions: [session({ state: 'RUNNING' })], count: 0 },
+    { name: 'one session with two queued → 2', sessions: [session({ state: 'RUNNING', queuedPrompts: 2 })], count: 2 },
+    {
+      name: 'summed over the task’s sessions, whatever their state',
+      sessions: [
+        session({ id: 'a', state: 'RUNNING', queuedPrompts: 2 }),
+        session({ id: 'b', state: 'WAITING_FOR_INPUT', queuedPrompts: 1 }),
+        session({ id: 'c', state: 'CANCELLED', queuedPrompts: 0 }),
+      ],
+      count: 3,
+    },
+    { name: 'a negative count read from storage counts as none', sessions: [session({ queuedPrompts: -1 })], count: 0 },
+  ])('$name', ({ sessions, count }) => {
+    expect(derive(sessions).queuedPromptCount).toBe(count)
+  })
+})
+
+describe('interruption: the primary session’s latest turn was cut off by the server', () => {
+  const cut = (id: string, minutes: number, reason: 'SERVER_RESTART' | 'OWNER_LOST', closedAt = minutes + 1) =>
+    turn(id, minutes, { completedAt: at(closedAt), interruption: reason })
+  it.each<{ name: string; sessions: SessionObservation[]; interruption: SummaryPayload['interruption'] }>([
+    { name: 'no sessions → null', sessions: [], interruption: null },
+    {
+      name: 'latest turn closed by startup recovery → SERVER_RESTART at its close',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'WAITING_FOR_INPUT', recentTurns: [cut('t1', 1, 'SERVER_RESTART', 9)] })],
+      interruption: { sessionId: 'p', reason: 'SERVER_RESTART', at: iso(9) },
+    },
+    {
+      name: 'latest turn closed by a takeover → OWNER_LOST',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'FAILED', recentTurns: [turn('t0', 0, { completedAt: at(1) }), cut('t1', 2, 'OWNER_LOST', 5)] })],
+      interruption: { sessionId: 'p', reason: 'OWNER_LOST', at: iso(5) },
+    },
+    {
+      name: 'a newer user turn (the next prompt) clears it',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'RUNNING', recentTurns: [turn('t2', 8), cut('t1', 1, 'SERVER_RESTART')] })],
+      interruption: null,
+    },
+    {
+      name: 'a newer lifecycle-only turn (resumeSession) clears it',
+      sessions: [
+        session({
+          id: 'p',
+          isPrimary: true,
+          state: 'WAITING_FOR_INPUT',
+          recentTurns: [turn('boot', 8, { lifecycleOnly: true, completedAt: at(8) }), cut('t1', 1, 'SERVER_RESTART')],
+        }),
+      ],
+      interruption: null,
+    },
+    {
+      name: 'a turn the agent or the user ended (interrupted flag, no server reason) is no interruption',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'CANCELLED', recentTurns: [turn('t1', 1, { completedAt: at(2) })] })],
+      interruption: null,
+    },
+    {
+      name: 'an older cut-off turn behind a normal latest turn → null',
+      sessions: [session({ id: 'p', isPrimary: true, recentTurns: [cut('t1', 1, 'OWNER_LOST'), turn('t2', 4, { completedAt: at(5) })] })],
+      interruption: null,
+    },
+    {
+      name: 'only the primary session counts: a cut-off side session → null',
+      sessions: [
+        session({ id: 'p', isPrimary: true, createdAt: at(0), recentTurns: [turn('tp', 1, { completedAt: at(2) })] }),
+        session({ id: 'side', createdAt: at(3), recentTurns: [cut('ts', 3, 'SERVER_RESTART')] }),
+      ],
+      interruption: null,
+    },
+    {
+      name: 'without a primary flag the newest session is primary (after deleteSession): its own cut-off turn',
+      sessions: [
+        session({ id: 'older', createdAt: at(0), recentTurns: [cut('to', 1, 'OWNER_LOST', 3)] }),
+        session({ id: 'newer', createdAt: at(2), recentTurns: [cut('tn', 2, 'SERVER_RESTART', 4)] }),
+      ],
+      interruption: { sessionId: 'newer', reason: 'SERVER_RESTART', at: iso(4) },
+    },
+    {
+      name: 'the primary session deleted: its successor’s uninterrupted latest turn → null',
+      sessions: [session({ id: 'next', createdAt: at(2), recentTurns: [turn('tn', 2, { completedAt: at(3) })] })],
+      interruption: null,
+    },
+    {
+      name: 'a reason without a close time (never stored so) is ignored',
+      sessions: [session({ id: 'p', isPrimary: true, recentTurns: [turn('t1', 1, { interruption: 'SERVER_RESTART' })] })],
+      interruption: null,
+    },
+  ])('$name', ({ sessions, interruption }) => {
+    expect(derive(sessions).interruption).toEqual(interruption)
+  })
+})
+
+describe('attentionOrder: the stored NEEDS_ATTENTION position of a payload', () => {
+  const quiet = { pendingAction: null, waitingSince: null, activeError: null } as const
+  it.each<{ name: string; p: SummaryPayload; order: { rank: number; key: number } }>([
+    { name: 'waiting on the user → rank 0 by waitingSince ascending', p: payload({ waitingSince: iso(8) }), order: { rank: 0, key: at(8).getTime() } },
+    { name: 'an activeError, nothing pending → rank 1, newest activity first', p: payload({ pendingAction: null, waitingSince: null }), order: { rank: 1, key: -at(10).getTime() } },
+    { name: 'the rest → rank 2, newest activity first', p: payload({ ...quiet }), order: { rank: 2, key: -at(10).getTime() } },
+    { name: 'no activity time at all → rank 2, key 0', p: payload({ ...quiet, lastActivityAt: null }), order: { rank: 2, key: 0 } },
+    { name: 'queued prompts or an interruption alone do not rank', p: payload({ ...quiet, queuedPromptCount: 4 }), order: { rank: 2, key: -at(10).getTime() } },
+  ])('$name', ({ p, order }) => {
+    expect(attentionOrder(p)).toEqual(order)
+  })
+
+  it('orders a table of payloads as NEEDS_ATTENTION says', () => {
+    const rows = [
+      { id: 'rest-old', p: payload({ ...quiet, lastActivityAt: iso(1) }) },
+      { id: 'error-new', p: payload({ pendingAction: null, waitingSince: null, lastActivityAt: iso(9) }) },
+      { id: 'waiting-late', p: payload({ waitingSince: iso(7) }) },
+      { id: 'rest-new', p: payload({ ...quiet, lastActivityAt: iso(5) }) },
+      { id: 'waiting-early', p: payload({ pendingAction: 'CLARIFICATION', waitingSince: iso(2) }) },
+      { id: 'error-old', p: payload({ pendingAction: null, waitingSince: null, lastActivityAt: iso(3) }) },
+    ]
+    const sorted = rows
+      .map((r) => ({ id: r.id, ...attentionOrder(r.p) }))
+      .sort((a, b) => a.rank - b.rank || a.key - b.key || (a.id < b.id ? 1 : -1))
+      .map((r) => r.id)
+    expect(sorted).toEqual(['waiting-early', 'waiting-late', 'error-new', 'error-old', 'rest-new', 'rest-old'])
+  })
+})
