@@ -54,12 +54,21 @@ export class ConnectionAccess {
   }
 
   /**
-   * The caller for one operation, or null (the socket is then closing). A mutation reads the
-   * database; a query or subscription takes the cached caller, which every revocation drops.
+   * The caller for one operation, or null (the socket is then closing): the instance's cached
+   * caller, which every revocation event drops at once (so no database read per operation: under
+   * a saturated pool a read here would hold the operation for the pool's whole wait).
    */
-  async current(fresh: boolean): Promise<Principal | null> {
+  async current(): Promise<Principal | null> {
     const tokenHash = this.principal?.tokenHash
-    const principal = this.#revoked || tokenHash === undefined ? null : await this.access.principalByHash(tokenHash, { fresh })
+    if (this.#revoked || tokenHash === undefined) return null
+    let principal: Principal | null
+    try {
+      principal = await this.access.principalByHash(tokenHash)
+    } catch {
+      // The database could not answer a cache miss (saturated, or down): the caller as of the last
+      // revocation event stands, and the operation's own database work answers UNAVAILABLE.
+      return this.principal ?? null
+    }
     if (!principal) this.revoke()
     return principal
   }

@@ -184,7 +184,7 @@ export function attachDeliveryGateway(options: {
       if (errors.length > 0) return errors
       const operation = getOperationAST(document, payload.operationName)
       // Authorized against the token's current state, not the state at connection_init.
-      websocket.principal = await connection.access.current(operation?.operation === 'mutation')
+      websocket.principal = await connection.access.current()
       if (!websocket.principal) return [new GraphQLError("This connection's token no longer authenticates.", { extensions: { code: 'UNAUTHENTICATED' } })]
       const contextValue = (await enveloped.contextFactory()) as unknown as Context
       let cohort: OperationRoot['cohort']
