@@ -34,7 +34,7 @@ export type TaskOrder = (typeof TASK_ORDERS)[number]
  * - LAST_ACTIVITY: activity time, then id, both descending (Task_workspaceId_lastActivityAt_id).
  * - CREATED: creation time, then id, both descending (Task_workspaceId_createdAt_id).
  * - NEEDS_ATTENTION: the stored summary's attention rank and key ascending, then id descending
- *   (TaskStatusSummary_workspaceId_attentionRank_attentionKey_taskId).
+ *   (TaskStatusSummary_attention_idx).
  */
 export type TaskCursor =
   | { order: 'LAST_ACTIVITY'; lastActivityAt: Date; id: string }

@@ -12,7 +12,7 @@ ALTER TABLE "TaskStatusSummary" ADD COLUMN "attentionRank" INTEGER NOT NULL DEFA
 ALTER TABLE "TaskStatusSummary" ADD COLUMN "attentionKey" REAL NOT NULL DEFAULT 0;
 
 -- CreateIndex
-CREATE INDEX "TaskStatusSummary_workspaceId_attentionRank_attentionKey_taskId_idx" ON "TaskStatusSummary"("workspaceId", "attentionRank", "attentionKey", "taskId" DESC);
+CREATE INDEX "TaskStatusSummary_attention_idx" ON "TaskStatusSummary"("workspaceId", "attentionRank", "attentionKey", "taskId" DESC);
 
 -- CreateIndex
 CREATE INDEX "Task_workspaceId_createdAt_id_idx" ON "Task"("workspaceId", "createdAt", "id");
