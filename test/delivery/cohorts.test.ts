@@ -149,7 +149,7 @@ describe('Cohorts when the shared source ends or fails', () => {
     const cohorts = new Cohorts(log)
     const liveTap: FeedTap = {}
     const shared = tapped(liveTap)
-    const live = await cohorts.join('k', () => shared.iterator, undefined, { tap: liveTap })
+    const live = (await cohorts.join('k', () => shared.iterator, undefined, { tap: liveTap })) as AsyncIterableIterator<ExecutionResult>
     shared.push(10)
     await pumped()
     const ownTap: FeedTap = { replayOnly: true }

@@ -61,7 +61,7 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
   afterAll(() => server?.close())
 
   it('each gets exactly what follows its own cursor, then every live event once, with writes during the replays; one execution per live event', async () => {
-    const tasks = []
+    const tasks: Awaited<ReturnType<typeof createTask>>[] = []
     for (let i = 0; i < 240; i++) tasks.push(await createTask(server.store, { workspaceId, title: `task ${i}` }))
     await server.projector.idle()
     // Cursors at different positions: each later one has fewer tasks to replay.
