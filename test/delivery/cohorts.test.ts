@@ -157,25 +157,27 @@ describe('Cohorts when the shared source ends or fails', () => {
     const resumed = (await cohorts.join(
       'k',
       async () => {
-        // Published while its replay reads the head: 11 and 12 are in the replay (head 12), 13 is not.
+        // Published around its replay's read of the head (12): 11 and 12 are in the replay, 13 is not.
         shared.push(11)
         shared.push(12)
         await pumped()
         ownTap.replayedUpTo = 12
         replay.push(5)
         replay.push(12)
+        shared.push(13)
+        await pumped()
         return replay.iterator
       },
       undefined,
       { tap: ownTap, live: { subscribe: () => Promise.reject(new Error('the cohort exists')), tap: {} } },
     )) as AsyncIterableIterator<ExecutionResult>
-    shared.push(13)
+    shared.push(14)
     await pumped()
     expect(await sequencesOf(resumed, 2)).toEqual([5, 12])
     await replay.end()
-    shared.push(14)
-    expect(await sequencesOf(resumed, 2)).toEqual([13, 14])
-    expect(await sequencesOf(live, 5)).toEqual([10, 11, 12, 13, 14])
+    shared.push(15)
+    expect(await sequencesOf(resumed, 3)).toEqual([13, 14, 15])
+    expect(await sequencesOf(live, 6)).toEqual([10, 11, 12, 13, 14, 15])
     await Promise.all([resumed.return?.(), live.return?.()])
     expect(cohorts.size).toBe(0)
   })

@@ -60,36 +60,93 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
   })
   afterAll(() => server?.close())
 
+  /**
+   * Holds the feed's head reads and replay reads (the workspace feed's own statements) while armed,
+   * so a test can write exactly between a resumed member's joining, its head and its replay.
+   */
+  function gateFeedReads() {
+    const db = server.store.db
+    const gates = { head: gate(), replay: gate() }
+    const held = { head: 0, replay: 0 }
+    const wrap = <T extends object>(delegate: T, method: string, kind: 'head' | 'replay', when: (args: unknown) => boolean) =>
+      new Proxy(delegate, {
+        get(target, prop) {
+          const value = Reflect.get(target, prop) as unknown
+          if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value
+          return async (args: unknown) => {
+            if (gates[kind].armed && when(args)) {
+              held[kind]++
+              await gates[kind].released
+            }
+            return (value as (a: unknown) => Promise<unknown>).call(target, args)
+          }
+        },
+      })
+    server.store.db = new Proxy(db, {
+      get(target, prop) {
+        const value = Reflect.get(target, prop) as unknown
+        if (prop === 'workspace') return wrap(target.workspace, 'findUnique', 'head', (args) => Boolean((args as { select?: { feedFloor?: boolean } }).select?.feedFloor))
+        if (prop === 'taskTombstone') return wrap(target.taskTombstone, 'findMany', 'replay', () => true)
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    cleanups.push(() => {
+      server.store.db = db
+      gates.head.release()
+      gates.replay.release()
+    })
+    return { gates, held }
+  }
+  function gate() {
+    let release = () => undefined as void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    const g = { armed: false, released, release: () => ((g.armed = false), release()) }
+    return g
+  }
+
   it('each gets exactly what follows its own cursor, then every live event once, with writes during the replays; one execution per live event', async () => {
     const tasks: Awaited<ReturnType<typeof createTask>>[] = []
-    for (let i = 0; i < 240; i++) tasks.push(await createTask(server.store, { workspaceId, title: `task ${i}` }))
+    for (let i = 0; i < 150; i++) tasks.push(await createTask(server.store, { workspaceId, title: `task ${i}` }))
     await server.projector.idle()
     // Cursors at different positions: each later one has fewer tasks to replay.
     const cursors: string[] = []
     for (let k = 0; k < 5; k++) {
       cursors.push(await cursor())
-      for (const task of tasks.slice(k * 40, k * 40 + 40)) await updateTask(server.store, task.id, { title: `${task.title} edited ${k}` })
+      for (const task of tasks.slice(k * 20, k * 20 + 20)) await updateTask(server.store, task.id, { title: `${task.title} edited ${k}` })
     }
     await server.projector.idle()
-    const clients = await Promise.all(cursors.map(() => connect()))
+    const clients = await Promise.all([...cursors, 'peer'].map(() => connect()))
+    // A live subscriber of the same operation starts the cohort the resumed ones join.
+    const peer = resumed(clients[5]!, workspaceId, undefined)
+    await eventually(() => server.gateway.cohorts.size === 1)
 
-    // Writes while the replays are being served, each to a task no other write of this phase touches,
-    // so each is its task's final state and every one of their positions must reach every subscriber.
-    const spare = tasks.slice(200)
-    let writing: Promise<number[]> | undefined
-    const startWriting = () =>
-      (writing ??= (async () => {
-        const positions: number[] = []
-        for (const task of spare) positions.push((await updateTask(server.store, task.id, { title: `${task.title} during replay` })).feedSequence)
-        return positions
-      })())
+    // Writes to tasks no other write touches (each is its task's final state, and every position must
+    // reach every subscriber): first after the members joined and before their heads are read (their
+    // replays cover them, the held-back shared results must not repeat them), then after the heads and
+    // before the replays are read (only the held-back shared results carry them).
+    const { gates, held } = gateFeedReads()
+    const write = async (batch: typeof tasks, label: string) => {
+      const positions: number[] = []
+      for (const task of batch) positions.push((await updateTask(server.store, task.id, { title: `${task.title} ${label}` })).feedSequence)
+      await server.projector.idle()
+      return positions
+    }
+    gates.head.armed = true
     const feeds = cursors.map((c, i) => resumed(clients[i]!, workspaceId, c))
-    await Promise.race(feeds.map((f) => f.sub.waitFor(1)))
-    const duringReplay = await startWriting()
+    await eventually(() => held.head === cursors.length)
+    const beforeHeads = await write(tasks.slice(100, 125), 'before the heads')
+    gates.replay.armed = true
+    gates.head.release()
+    await eventually(() => held.replay === cursors.length)
+    const beforeReplays = await write(tasks.slice(125), 'before the replays')
+    gates.replay.release()
+    const duringReplay = [...beforeHeads, ...beforeReplays]
     await server.projector.idle()
     const settled = await head()
-    await eventually(() => feeds.every((f) => f.sequences.at(-1) === settled), 20_000)
+    await eventually(() => [...feeds, peer].every((f) => f.sequences.at(-1) === settled), 20_000)
     expect(server.gateway.cohorts.size).toBe(1)
+    expect(peer.sequences.filter((p) => duringReplay.includes(p))).toEqual(duringReplay)
+    peer.sub.dispose()
 
     const finalTitles = new Map((await server.store.db.task.findMany({ where: { workspaceId } })).map((t) => [t.id, t]))
     for (const feed of feeds) {
