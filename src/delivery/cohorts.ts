@@ -62,7 +62,9 @@ export interface JoinOptions {
  * Subscription cohorts (as Hasura multiplexes live queries): subscribers of one multiplexable
  * operation with the same document and variables share one GraphQL execution per event; each
  * member gets the result through its own queue. Every member still subscribes for itself first,
- * so authorization is checked per subscriber; only the first member's source is kept.
+ * so authorization is checked per subscriber; only the first member's source is kept. A resumed
+ * member (`live` in JoinOptions) gets its own replay first, then the shared results its replay
+ * did not cover, by feed position (FeedTap).
  */
 export class Cohorts {
   readonly #cohorts = new Map<string, Cohort>()
