@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
@@ -8,7 +9,9 @@ import { seedDemoWorkspace, type SeededWorkspace } from '../../src/demo/seed.ts'
 import { startDemoActivity, type DemoActivity } from '../../src/demo/activity.ts'
 import { bundleMockAgent, type BundledMock } from '../../src/demo/fast-mock.ts'
 
-const DOCS = path.resolve(import.meta.dirname, '../../docs')
+// The README's pictures are retaken only on request (`npm run screenshots`): `npm test` takes
+// them into a temporary folder, so a clone stays as it was after its own test command.
+const SHOTS = process.env.UPDATE_DOCS_SCREENSHOTS === '1' ? path.resolve(import.meta.dirname, '../../docs') : mkdtempSync(path.join(os.tmpdir(), 'switcher-shots-'))
 
 /** The kinds of badge a switcher shows right now, across its rows. */
 function shownKinds(page: Page, switcher: 'desktop' | 'phone'): Promise<string[]> {
@@ -38,7 +41,7 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
     seeded = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken })
     activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, intervalMs: 400 })
     browser = await launchBrowser()
-    mkdirSync(DOCS, { recursive: true })
+    mkdirSync(SHOTS, { recursive: true })
   }, 120_000)
 
   afterAll(async () => {
@@ -70,8 +73,8 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
     const permissionRow = desktop.locator('[data-switcher="desktop"] .task-row[data-primary="permission"]').first()
     const pendingShown = () => desktop.locator('.pending.permission').first().waitFor({ timeout: 5_000 }).then(() => true, () => false)
     await expect.poll(async () => (await permissionRow.click(), await pendingShown()), { timeout: 60_000 }).toBe(true)
-    await desktop.screenshot({ path: path.join(DOCS, 'switcher-desktop.png') })
-    await phone.screenshot({ path: path.join(DOCS, 'switcher-phone.png') })
+    await desktop.screenshot({ path: path.join(SHOTS, 'switcher-desktop.png') })
+    await phone.screenshot({ path: path.join(SHOTS, 'switcher-phone.png') })
     expect(errors).toEqual([])
     await desktopContext.close()
     await phoneContext.close()
