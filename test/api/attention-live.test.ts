@@ -31,6 +31,21 @@ async function started(provider: (typeof PROVIDERS)[number], databaseUrl?: strin
 }
 
 /** A task whose session waits on a permission: its first turn is in flight. */
+/**
+ * The process dies: its agents end and nothing more is written (what kill -9 leaves behind), and
+ * its lease goes with it, as the lease of a dead process runs out. A second server then starts on
+ * the same database; `after` reads the task's summary there.
+ */
+async function restartedAfterDeath(provider: (typeof PROVIDERS)[number], first: TestServer, token: string, taskId: string) {
+  await first.sessions.abandon(first.sessions.liveSessionIds())
+  await first.lease.release()
+  servers.splice(servers.indexOf(first), 1)
+  await first.close()
+  const second = await started(provider, first.databaseUrl, first.adminToken)
+  const after = () => ok(second.graphqlUrl, token, AttentionSummaryDocument, { taskIds: [taskId] }).then((d) => d.taskStatusSummaries[0]!)
+  return { second, after }
+}
+
 async function waitingTask(server: TestServer) {
   const { token, workspaceId } = await userWithWorkspace(server, 'attention')
   const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 't' } })).createTask.id
@@ -91,15 +106,7 @@ describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
     await first.projector.idle()
     expect((await summary()).queuedPromptCount).toBe(1)
     expect((await summary()).interruption).toBeNull()
-    // The process dies: its agents end and nothing more is written (what kill -9 leaves behind),
-    // and its lease goes with it, as the lease of a dead process runs out.
-    await first.sessions.abandon(first.sessions.liveSessionIds())
-    await first.lease.release()
-    servers.splice(servers.indexOf(first), 1)
-    await first.close()
-
-    const second = await started(provider, first.databaseUrl, first.adminToken)
-    const after = () => ok(second.graphqlUrl, token, AttentionSummaryDocument, { taskIds: [taskId] }).then((d) => d.taskStatusSummaries[0]!)
+    const { second, after } = await restartedAfterDeath(provider, first, token, taskId)
     const cut = await after()
     const turns = await second.store.db.turn.findMany({ where: { sessionId, lifecycleOnly: false }, orderBy: { startedAt: 'asc' } })
     expect(turns.map((t) => [t.stopReason, t.interruption])).toEqual([
@@ -130,13 +137,7 @@ describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
     const other = (await ok(first.graphqlUrl, token, StartSessionDocument, { input: { taskId, prompt: ASK } })).startSession.id
     await eventually(async () => (await first.store.db.message.count({ where: { sessionId: other, kind: 'PERMISSION_REQUEST', status: 'PENDING' } })) === 1)
     expect((await summary()).primarySession?.id).toBe(sessionId)
-    await first.sessions.abandon(first.sessions.liveSessionIds())
-    await first.lease.release()
-    servers.splice(servers.indexOf(first), 1)
-    await first.close()
-
-    const second = await started(provider, first.databaseUrl, first.adminToken)
-    const after = () => ok(second.graphqlUrl, token, AttentionSummaryDocument, { taskIds: [taskId] }).then((d) => d.taskStatusSummaries[0]!)
+    const { second, after } = await restartedAfterDeath(provider, first, token, taskId)
     expect((await after()).interruption).toMatchObject({ sessionId, reason: 'SERVER_RESTART' })
     // The primary session goes: the other one (cut off too) is primary now, and carries the interruption.
     await ok(second.graphqlUrl, token, DeleteSessionDocument, { id: sessionId })
