@@ -39,10 +39,6 @@ export class ConnectionAccess {
     private readonly hooks: ConnectionAccessHooks,
   ) {}
 
-  get revoked(): boolean {
-    return this.#revoked
-  }
-
   /** connection_init: true when the token authenticates (the socket is then tied to it). */
   async connect(token: string | undefined): Promise<boolean> {
     const since = this.access.generation
