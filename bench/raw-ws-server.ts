@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { wallClock } from './clock.ts'
 
-type Request = { id: number; op: 'broadcast'; frame: string } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'stop' }
+type Request = { id: number; op: 'broadcast'; frame: string } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'cpu' | 'stop' }
 type Reply = { id: number; value: unknown }
 
 function runServer() {
@@ -34,6 +34,10 @@ function runServer() {
         return subscribed.size
       case 'connections':
         return wss.clients.size
+      case 'cpu': {
+        const { user, system } = process.cpuUsage()
+        return user + system
+      }
       case 'heap': {
         const gc = (globalThis as { gc?: () => void }).gc!
         for (let i = 0; i < 4; i++) gc()
@@ -59,6 +63,8 @@ export interface RawWsServer {
   connections(): Promise<number>
   /** Heap in use after full collections. */
   heap(): Promise<number>
+  /** CPU time the process has used, user + system, in µs. */
+  cpu(): Promise<number>
   stop(): Promise<void>
 }
 
@@ -87,6 +93,7 @@ export async function startRawWsServer(): Promise<RawWsServer> {
     subscribed: () => ask('subscribed'),
     connections: () => ask('connections'),
     heap: () => ask('heap'),
+    cpu: () => ask('cpu'),
     async stop() {
       if (child.connected) child.send({ id: next++, op: 'stop' })
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)

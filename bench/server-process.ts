@@ -113,6 +113,11 @@ async function runChild() {
     /** Open sockets and live subscriptions holding access (each revocation can end them). */
     accessHeld: (s) => s.access.heldCount,
     idle: (s) => s.projector.idle(),
+    /** CPU time this process has used, user + system, in µs. */
+    cpu: () => {
+      const { user, system } = process.cpuUsage()
+      return user + system
+    },
     /** Statements since the last call (with countStatements). */
     statements: () => {
       const counted = statements

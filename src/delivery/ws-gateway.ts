@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Server as HttpServer } from 'node:http'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { makeServer, CloseCode, type Context as SocketContext } from 'graphql-ws'
-import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult, type FieldNode } from 'graphql'
+import { getOperationAST, GraphQLError, Kind, type ExecutionArgs, type ExecutionResult } from 'graphql'
 import { bearerToken } from '../auth/tokens.ts'
 import type { AccessControl } from '../access/access-control.ts'
 import type { Logger } from '../observability/logger.ts'
@@ -16,7 +16,7 @@ import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
-import { Cohorts, MULTIPLEXABLE_FIELDS, type CohortSink } from './cohorts.ts'
+import { Cohorts, feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type CohortSink, type FeedCohortPlan } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
 import { forbidden } from '../errors.ts'
@@ -46,7 +46,7 @@ type Enveloped = ReturnType<YogaServer['getEnveloped']>
 /** What onSubscribe hands to execute/subscribe: the operation's envelop pipeline and its cohort, if any. */
 interface OperationRoot {
   enveloped: Enveloped
-  cohort?: { key: string; sink: CohortSink }
+  cohort?: FeedCohortPlan & { sink: CohortSink }
 }
 
 /**
@@ -58,13 +58,6 @@ function takeRoot(args: ExecutionArgs): OperationRoot {
   const root = args.rootValue as OperationRoot
   args.rootValue = undefined
   return root
-}
-
-/** Whether the field is given an `after` value (inline, or a variable that is set). */
-function isResume(field: FieldNode, variables: Record<string, unknown> | null | undefined): boolean {
-  const after = field.arguments?.find((a) => a.name.value === 'after')?.value
-  if (!after || after.kind === Kind.NULL) return false
-  return after.kind !== Kind.VARIABLE || (variables?.[after.name.value] ?? null) !== null
 }
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
@@ -124,8 +117,8 @@ export function attachDeliveryGateway(options: {
     execute: (args: ExecutionArgs) => takeRoot(args).enveloped.execute(args),
     subscribe: (args: ExecutionArgs) => {
       const { enveloped, cohort } = takeRoot(args)
-      const subscribe = () => enveloped.subscribe(args) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
-      return cohort ? cohorts.join(cohort.key, subscribe, cohort.sink) : subscribe()
+      const subscribe = (a: ExecutionArgs) => enveloped.subscribe(a) as Promise<AsyncIterableIterator<ExecutionResult> | ExecutionResult>
+      return cohort ? joinFeedCohort(cohorts, cohort, cohort.sink, args, subscribe) : subscribe(args)
     },
     onConnect: async (ctx) => {
       const header = ctx.connectionParams?.authorization
@@ -197,12 +190,11 @@ export function attachDeliveryGateway(options: {
         connection.subscriptions.set(id, contextValue)
         connection.access.subscribing(id, scopes, since)
         const fields = operation.selectionSet.selections
-        const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]!.name.value : undefined
-        // A resume replays from its own cursor: a later member joining an earlier one's cohort would miss the replay.
-        const resumes = fields[0]?.kind === Kind.FIELD && isResume(fields[0], payload.variables)
-        if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field) && !resumes)
+        const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]! : undefined
+        // Keyed without the resume cursor: a resumed member replays for itself, then shares the live execution.
+        if (options.multiplex !== false && field && MULTIPLEXABLE_FIELDS.has(field.name.value))
           cohort = {
-            key: JSON.stringify([payload.query, payload.operationName ?? null, payload.variables ?? null]),
+            ...feedCohortPlan(field, document, payload.query, payload.operationName, payload.variables),
             sink: new CohortMember(connection, id),
           }
       } else connection.access.answering(id)

@@ -32,6 +32,18 @@ export interface OpenFeedOptions {
    * its type cannot carry; a cursor of another database replays every current summary instead.
    */
   summariesOnly?: boolean
+  /**
+   * Serve the replay after `after` only, then end, without subscribing to live events; the
+   * position it covers (its head) is written to `upTo` before the first item. A resumed cohort
+   * member's own execution: its live events come from the cohort's shared one.
+   */
+  replayOnly?: { upTo?: number }
+  /**
+   * Live only, but positions are tracked from the head read at the start rather than from the first
+   * event, so a hole even before that event is filled: what a cohort's shared execution needs, as
+   * members resumed at a later head rely on it for every position after theirs.
+   */
+  fromHead?: boolean
 }
 
 export const CURSOR_EXPIRED = 'cursor-expired'
@@ -53,9 +65,11 @@ export async function openWorkspaceFeed(
   options: OpenFeedOptions = {},
 ): Promise<AsyncIterableIterator<FeedItem>> {
   const { store, pubsub, logger, metrics } = services
-  const live = pubsub.subscribe('workspace', workspaceId, {
-    onOverflow: () => ({ type: 'WorkspaceResync', workspaceId, reason: 'subscriber fell behind; deltas were dropped' }),
-  })
+  const live = options.replayOnly
+    ? undefined
+    : pubsub.subscribe('workspace', workspaceId, {
+        onOverflow: () => ({ type: 'WorkspaceResync', workspaceId, reason: 'subscriber fell behind; deltas were dropped' }),
+      })
   let pending: FeedItem[] = []
   let done = false
   /** The last position sent or covered by a replay; undefined until a live feed's first event. */
@@ -64,7 +78,7 @@ export async function openWorkspaceFeed(
   const close = async () => {
     done = true
     pending = []
-    await live.return?.()
+    await live?.return?.()
   }
 
   const replay = async (after: number, upTo: number, reason: 'resume' | 'gap' | 'resync') => {
@@ -105,7 +119,10 @@ export async function openWorkspaceFeed(
   const start = async () => {
     const head = (await feedHead(store, workspaceId)) ?? { sequence: 0, floor: 0 }
     const after = options.after
-    if (!after) return // live only: positions are tracked from the first event
+    if (!after) {
+      if (options.fromHead) delivered = head.sequence
+      return // live only: without fromHead, positions are tracked from the first event
+    }
     const foreign = after.epoch !== services.epoch || after.workspaceId !== workspaceId || after.sequence > head.sequence
     // Purged tombstones only matter to the full feed: summaries never expire but with another database.
     const tooOld = !options.summariesOnly && after.sequence < head.floor
@@ -113,6 +130,7 @@ export async function openWorkspaceFeed(
     else if (foreign || tooOld) expired(head)
     else await replay(after.sequence, head.sequence, 'resume')
     delivered = head.sequence
+    if (options.replayOnly) options.replayOnly.upTo = head.sequence
   }
 
   /** Live events in: what the subscriber is sent, holes filled from the database. */
@@ -154,7 +172,7 @@ export async function openWorkspaceFeed(
             if (options.summariesOnly && item.type !== 'TaskStatusSummaryUpdated') continue
             return { value: item, done: false }
           }
-          const result = await live.next()
+          const result = live ? await live.next() : { done: true as const, value: undefined }
           if (result.done) {
             done = true
             return { value: undefined, done: true }

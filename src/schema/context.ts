@@ -6,6 +6,7 @@ import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { FeedServices } from '../feed/resumable-feed.ts'
+import type { FeedTap } from '../feed/feed-tap.ts'
 import type { Principal } from '../store/users.ts'
 import type { AccessControl } from '../access/access-control.ts'
 import { createLoaders, type Loaders } from './loaders.ts'
@@ -38,6 +39,8 @@ export interface Context {
   onWorkspaceScope?: (workspaceId: string) => void
   /** Set by a subscription resolver for the result it is producing (delivery class and key). */
   deliveryTag?: DeliveryTag
+  /** Given by the gateway to a workspace feed subscription in a cohort: positions and replay-only mode (feed-tap.ts). */
+  feedTap?: FeedTap
 }
 
 export interface ContextServices {

@@ -99,7 +99,8 @@ export function rateLimitPlugin(limits: RateLimits): Plugin<Context> {
     args: { document: DocumentNode; operationName?: string | null; contextValue: Context },
   ): Promise<GraphQLError | undefined> => {
     const principal = args.contextValue.principal
-    if (!principal) return undefined
+    // A cohort's shared live execution, started beside a resumed member's own (counted) subscription.
+    if (!principal || args.contextValue.feedTap?.shared) return undefined
     const operation = getOperationAST(args.document, args.operationName)
     if (operation?.operation !== kind) return undefined
     const points = kind === 'mutation' ? rootFieldCount(args.document, operation.selectionSet) : 1

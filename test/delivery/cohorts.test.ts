@@ -3,6 +3,7 @@ import type { ExecutionResult } from 'graphql'
 import { Cohorts } from '../../src/delivery/cohorts.ts'
 import { subscriptionQueue } from '../../src/pubsub/subscription-queue.ts'
 import type { Logger } from '../../src/observability/logger.ts'
+import type { FeedTap } from '../../src/feed/feed-tap.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
@@ -119,5 +120,91 @@ describe('Cohorts when the shared source ends or fails', () => {
     expect(cohorts.size).toBe(0)
     expect(lines).toHaveLength(1)
     expect(JSON.stringify(lines)).not.toContain('transcript text')
+  })
+
+  /** A feed source that reports each result's position through its tap, as the workspace feed does. */
+  function tapped(tap: FeedTap) {
+    const { push, iterator } = subscriptionQueue<[ExecutionResult, number]>({ limit: 100, onReturn: () => undefined })
+    const results: AsyncIterableIterator<ExecutionResult> = {
+      async next() {
+        const item = await iterator.next()
+        if (item.done) return { value: undefined, done: true }
+        tap.sequence = item.value[1]
+        return { value: item.value[0], done: false }
+      },
+      return: async () => (await iterator.return?.(), { value: undefined, done: true }),
+      [Symbol.asyncIterator]: () => results,
+    }
+    return { push: (sequence: number) => push([{ data: { sequence } }, sequence]), iterator: results, end: () => iterator.return?.() }
+  }
+  const pumped = () => new Promise((resolve) => setImmediate(resolve))
+  const sequencesOf = async (member: AsyncIterableIterator<ExecutionResult>, count: number) => {
+    const got: unknown[] = []
+    for (let i = 0; i < count; i++) got.push((await member.next()).value?.data?.sequence)
+    return got
+  }
+
+  it('a resumed member gets its replay, then the shared results after it held back meanwhile, then the rest; none twice', async () => {
+    const { logger: log } = logger()
+    const cohorts = new Cohorts(log)
+    const liveTap: FeedTap = {}
+    const shared = tapped(liveTap)
+    const live = (await cohorts.join('k', () => shared.iterator, undefined, { tap: liveTap })) as AsyncIterableIterator<ExecutionResult>
+    shared.push(10)
+    await pumped()
+    const ownTap: FeedTap = { replayOnly: true }
+    const replay = tapped(ownTap)
+    const resumed = (await cohorts.join(
+      'k',
+      async () => {
+        // Published around its replay's read of the head (12): 11 and 12 are in the replay, 13 is not.
+        shared.push(11)
+        shared.push(12)
+        await pumped()
+        ownTap.replayedUpTo = 12
+        replay.push(5)
+        replay.push(12)
+        shared.push(13)
+        await pumped()
+        return replay.iterator
+      },
+      undefined,
+      { tap: ownTap, live: { subscribe: () => Promise.reject(new Error('the cohort exists')), tap: {} } },
+    )) as AsyncIterableIterator<ExecutionResult>
+    shared.push(14)
+    await pumped()
+    expect(await sequencesOf(resumed, 2)).toEqual([5, 12])
+    await replay.end()
+    shared.push(15)
+    expect(await sequencesOf(resumed, 3)).toEqual([13, 14, 15])
+    expect(await sequencesOf(live, 6)).toEqual([10, 11, 12, 13, 14, 15])
+    await Promise.all([resumed.return?.(), live.return?.()])
+    expect(cohorts.size).toBe(0)
+  })
+
+  it('a resumed member that founds the cohort starts the shared live source; a refusal of it is the member\'s alone', async () => {
+    const { logger: log } = logger()
+    const cohorts = new Cohorts(log)
+    const refused = await cohorts.join('k', () => Promise.reject(new Error('not reached')), undefined, {
+      tap: { replayOnly: true },
+      live: { subscribe: () => ({ errors: [] }), tap: {} },
+    })
+    expect(refused).toEqual({ errors: [] })
+    expect(cohorts.size).toBe(0)
+    const liveTap: FeedTap = {}
+    const shared = tapped(liveTap)
+    const ownTap: FeedTap = { replayOnly: true, replayedUpTo: 3 }
+    const replay = tapped(ownTap)
+    const member = (await cohorts.join('k', () => replay.iterator, undefined, { tap: ownTap, live: { subscribe: () => shared.iterator, tap: liveTap } })) as AsyncIterableIterator<ExecutionResult>
+    expect(cohorts.size).toBe(1)
+    replay.push(3)
+    shared.push(3)
+    shared.push(4)
+    await pumped()
+    expect(await sequencesOf(member, 1)).toEqual([3])
+    await replay.end()
+    expect(await sequencesOf(member, 1)).toEqual([4])
+    await member.return?.()
+    expect(cohorts.size).toBe(0)
   })
 })

@@ -101,13 +101,27 @@ async function resolveWorkspaceEvent(ctx: Context, item: FeedItem): Promise<Reso
   }
 }
 
+/**
+ * Resolves the item and tells the gateway its position (FeedTap): executions of one subscription
+ * are sequential, so the position read after a result is that result's.
+ */
+async function resolveTapped(ctx: Context, item: FeedItem): Promise<ResolvedWorkspaceEvent | undefined> {
+  const event = await resolveWorkspaceEvent(ctx, item)
+  if (ctx.feedTap) ctx.feedTap.sequence = item.sequence
+  return event
+}
+
 async function workspaceFeed(ctx: Context, workspaceId: string, after: string | null | undefined, summariesOnly = false) {
   // Validated before anything is subscribed: a malformed cursor is the client's error.
   const position = after == null ? undefined : decodeFeedCursor(after)
   await requireWorkspaceMember(ctx, workspaceId)
   ctx.onWorkspaceScope?.(workspaceId)
-  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly })
-  return transformIterator(items, (item) => resolveWorkspaceEvent(ctx, item))
+  // A resumed cohort member's own execution serves its replay alone; the cohort shares the live events.
+  const tap = ctx.feedTap
+  const replayOnly: { upTo?: number } | undefined = tap?.replayOnly && position ? {} : undefined
+  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: tap !== undefined })
+  if (tap && replayOnly) tap.replayedUpTo = replayOnly.upTo
+  return transformIterator(items, (item) => resolveTapped(ctx, item))
 }
 
 const AFTER_DESCRIPTION =

@@ -1,0 +1,15 @@
+/**
+ * What a workspace feed subscription tells the delivery gateway about its events, beside their
+ * GraphQL results (which carry a position only if the document selects `cursor`). The gateway puts
+ * one in the context of each feed subscription that joins a cohort (src/delivery/cohorts.ts).
+ */
+export interface FeedTap {
+  /** Set by the gateway: serve the replay after `after` only, then end (a resumed cohort member's own execution). */
+  replayOnly?: boolean
+  /** Set by the gateway: the cohort's shared live execution, started on behalf of a resumed member. */
+  shared?: boolean
+  /** Set by the feed: the position of the event last handed to execution (undefined: it has none). */
+  sequence?: number
+  /** Set by a replay-only feed: every position up to this one is covered by its replay (or its resync). */
+  replayedUpTo?: number
+}
