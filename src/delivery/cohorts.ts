@@ -255,12 +255,15 @@ type Variables = Record<string, unknown> | null | undefined
  */
 export function feedCohortPlan(field: FieldNode, document: DocumentNode, query: string, operationName: string | null | undefined, variables: Variables): FeedCohortPlan {
   const after = field.arguments?.find((a) => a.name.value === 'after')?.value
-  const keyOf = (text: string, values: Variables) => JSON.stringify([text, operationName ?? null, values ?? null])
-  if (!after || after.kind === Kind.NULL) return { key: keyOf(query, variables) }
+  const keyOf = (text: string, values: Variables, resumed = true) => JSON.stringify([text, operationName ?? null, values ?? null, resumed])
+  // Live-only subscribers share a cohort of their own: their execution tracks positions from its
+  // first event, so until then a lost pub/sub link is a WorkspaceResync for them, as alone; the
+  // resumed cohort's execution tracks from the feed head, which its members' replays rely on.
+  if (!after || after.kind === Kind.NULL) return { key: keyOf(query, variables, false) }
   if (after.kind === Kind.VARIABLE) {
     const { [after.name.value]: cursor, ...others } = variables ?? {}
     const key = keyOf(query, others)
-    return cursor == null ? { key } : { key, live: { document, variableValues: { ...others, [after.name.value]: null } } }
+    return cursor == null ? { key: keyOf(query, variables, false) } : { key, live: { document, variableValues: { ...others, [after.name.value]: null } } }
   }
   const live = visit(document, {
     Field: (node) => (node === field ? { ...node, arguments: node.arguments?.filter((a) => a.name.value !== 'after') } : undefined),

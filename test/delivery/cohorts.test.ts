@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { ExecutionResult } from 'graphql'
-import { Cohorts } from '../../src/delivery/cohorts.ts'
+import { getOperationAST, parse, type ExecutionResult, type FieldNode } from 'graphql'
+import { Cohorts, feedCohortPlan } from '../../src/delivery/cohorts.ts'
 import { subscriptionQueue } from '../../src/pubsub/subscription-queue.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { FeedTap } from '../../src/feed/feed-tap.ts'
@@ -206,5 +206,37 @@ describe('Cohorts when the shared source ends or fails', () => {
     expect(await sequencesOf(member, 1)).toEqual([4])
     await member.return?.()
     expect(cohorts.size).toBe(0)
+  })
+
+  describe('feedCohortPlan', () => {
+    const plan = (query: string, variables?: Record<string, unknown>) => {
+      const document = parse(query)
+      const field = getOperationAST(document)!.selectionSet.selections[0] as FieldNode
+      return feedCohortPlan(field, document, query, undefined, variables)
+    }
+    const byVariable = 'subscription($w: ID!, $after: String) { workspaceEvents(workspaceId: $w, after: $after) { __typename } }'
+
+    it('resumes differing only by their cursor share a key and a live execution without the cursor', () => {
+      const a = plan(byVariable, { w: 'ws', after: 'c1' })
+      const b = plan(byVariable, { w: 'ws', after: 'c2' })
+      expect(a.key).toBe(b.key)
+      expect(a.live?.variableValues).toEqual({ w: 'ws', after: null })
+      const inline = plan('subscription { workspaceEvents(workspaceId: "ws", after: "c1") { __typename } }')
+      expect(inline.key).toBe(plan('subscription { workspaceEvents(workspaceId: "ws", after: "c9") { __typename } }').key)
+      expect(JSON.stringify(inline.live?.document)).not.toContain('c1')
+    })
+
+    // A live-only execution tracks positions from its first event, a resumed cohort's from the head
+    // it read: until a first event they answer a lost pub/sub link differently (WorkspaceResync vs
+    // a repair), so the two never share one.
+    it('live-only subscribers never share the resumed cohort of the same operation', () => {
+      const resumed = plan(byVariable, { w: 'ws', after: 'c1' }).key
+      for (const live of [plan(byVariable, { w: 'ws' }), plan(byVariable, { w: 'ws', after: null })]) {
+        expect(live.live).toBeUndefined()
+        expect(live.key).not.toBe(resumed)
+      }
+      const inline = plan('subscription { workspaceEvents(workspaceId: "ws", after: "c1") { __typename } }').key
+      expect(plan('subscription { workspaceEvents(workspaceId: "ws") { __typename } }').key).not.toBe(inline)
+    })
   })
 })

@@ -116,7 +116,8 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
     }
     await server.projector.idle()
     const clients = await Promise.all([...cursors, 'peer'].map(() => connect()))
-    // A live subscriber of the same operation starts the cohort the resumed ones join.
+    // A live-only subscriber of the same operation: a cohort of its own (feedCohortPlan), beside
+    // the resumed ones' shared one.
     const peer = resumed(clients[5]!, workspaceId, undefined)
     await eventually(() => server.gateway.cohorts.size === 1)
 
@@ -144,7 +145,7 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
     await server.projector.idle()
     const settled = await head()
     await eventually(() => [...feeds, peer].every((f) => f.sequences.at(-1) === settled), 20_000)
-    expect(server.gateway.cohorts.size).toBe(1)
+    expect(server.gateway.cohorts.size).toBe(2)
     expect(peer.sequences.filter((p) => duringReplay.includes(p))).toEqual(duringReplay)
     peer.sub.dispose()
 

@@ -119,7 +119,7 @@ async function workspaceFeed(ctx: Context, workspaceId: string, after: string | 
   // A resumed cohort member's own execution serves its replay alone; the cohort shares the live events.
   const tap = ctx.feedTap
   const replayOnly: { upTo?: number } | undefined = tap?.replayOnly && position ? {} : undefined
-  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: tap !== undefined })
+  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: tap?.shared === true })
   if (tap && replayOnly) tap.replayedUpTo = replayOnly.upTo
   return transformIterator(items, (item) => resolveTapped(ctx, item))
 }
