@@ -1,6 +1,5 @@
 // Requests P5 and P6 make of the bench server (bench/server-process.ts runs them in its process):
 // one workspace with one task whose agent session is live, and real summary revisions of it.
-import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
 import type { RunningServer } from '../src/server/app.ts'
 import { createTask } from '../src/store/tasks.ts'
@@ -8,6 +7,7 @@ import { createSession, updateSession } from '../src/store/runtime.ts'
 import type { Handlers } from './server-process.ts'
 import { wallClock } from './clock.ts'
 import { adminWorkspace } from './seed.ts'
+import { startCpuProfile, stopCpuProfile, topSelfTime } from './cpu-profile.ts'
 
 export interface FeedFixture {
   workspaceId: string
@@ -32,19 +32,13 @@ export const handlers = {
     await updateSession(server.store, args.sessionId, { activeSubagentCount: args.subagents })
     return started
   },
-  /** Starts a V8 CPU profile of the server process (only the part under measure, not the set-up). */
-  profileStart: async () => {
-    profiler ??= new Session()
-    profiler.connect()
-    await profiler.post('Profiler.enable')
-    await profiler.post('Profiler.start')
-  },
-  /** Stops it and writes it to `file` (open it in Chrome DevTools or speedscope). */
-  profileStop: async (_server: RunningServer, args: { file: string }) => {
-    const { profile } = await profiler!.post('Profiler.stop')
-    writeFileSync(args.file, JSON.stringify(profile))
-    profiler!.disconnect()
+  /** Starts a V8 CPU profile of the server process (only the rounds that ask for it). */
+  profileStart: () => startCpuProfile(),
+  /** Stops it: its top self-time functions. */
+  profileStop: async (_server: RunningServer, args?: { file?: string }) => {
+    const profile = await stopCpuProfile()
+    // The whole profile too, when asked (open it in Chrome DevTools or speedscope).
+    if (args?.file) writeFileSync(args.file, JSON.stringify(profile))
+    return topSelfTime(profile, 12)
   },
 } satisfies Handlers
-
-let profiler: Session | undefined

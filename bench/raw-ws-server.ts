@@ -7,8 +7,9 @@ import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { wallClock } from './clock.ts'
+import { startCpuProfile, stopCpuProfile, topSelfTime, type SelfTime } from './cpu-profile.ts'
 
-type Request = { id: number; op: 'broadcast'; frame: string } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'cpu' | 'stop' }
+type Request = { id: number; op: 'broadcast'; frame: string } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'cpu' | 'profileStart' | 'profileStop' | 'stop' }
 type Reply = { id: number; value: unknown }
 
 function runServer() {
@@ -43,6 +44,10 @@ function runServer() {
         for (let i = 0; i < 4; i++) gc()
         return process.memoryUsage().heapUsed
       }
+      case 'profileStart':
+        return startCpuProfile().then(() => null)
+      case 'profileStop':
+        return stopCpuProfile().then((profile) => topSelfTime(profile, 12))
       case 'stop':
         for (const socket of wss.clients) socket.terminate()
         wss.close()
@@ -50,7 +55,9 @@ function runServer() {
         return null
     }
   }
-  process.on('message', (request: Request) => process.send!({ id: request.id, value: handle(request) } satisfies Reply))
+  process.on('message', (request: Request) => {
+    void Promise.resolve(handle(request)).then((value) => process.send!({ id: request.id, value } satisfies Reply))
+  })
   process.on('disconnect', () => process.exit(0))
   wss.on('listening', () => process.send!({ id: -1, value: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}` } satisfies Reply))
 }
@@ -65,6 +72,9 @@ export interface RawWsServer {
   heap(): Promise<number>
   /** CPU time the process has used, user + system, in µs. */
   cpu(): Promise<number>
+  /** A CPU profile over what runs between the two: its top self-time functions. */
+  profileStart(): Promise<void>
+  profileStop(): Promise<SelfTime[]>
   stop(): Promise<void>
 }
 
@@ -94,6 +104,8 @@ export async function startRawWsServer(): Promise<RawWsServer> {
     connections: () => ask('connections'),
     heap: () => ask('heap'),
     cpu: () => ask('cpu'),
+    profileStart: () => ask('profileStart'),
+    profileStop: () => ask('profileStop'),
     async stop() {
       if (child.connected) child.send({ id: next++, op: 'stop' })
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)

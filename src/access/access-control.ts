@@ -24,7 +24,7 @@ export interface AccessControlDeps {
   logger: Logger
   /** The authoritative lookup (the database): a token's caller, only for an active user's current token. */
   lookup(tokenHash: string): Promise<Principal | null>
-  /** Whether the user is still a member of the workspace (used after a pub/sub gap only). */
+  /** Whether the user is a member of the workspace (the database). */
   isMember(userId: string, workspaceId: string): Promise<boolean>
   now?: () => number
   /** How long a looked-up caller is trusted without an event (a bound should an event be lost). */
@@ -45,6 +45,8 @@ const RECENT_EVENTS = 256
 export class AccessControl {
   readonly #holders = new Map<string, Set<AccessHolder>>()
   readonly #cache = new Map<string, { principal: Principal; until: number }>()
+  /** `userId workspaceId` → until when a membership read is trusted; members only (a refusal is read again). */
+  readonly #members = new Map<string, number>()
   readonly #recent: { generation: number; event: AccessEvent }[] = []
   /** Bumped by every event: a lookup that began before one is not cached. */
   #generation = 0
@@ -90,6 +92,26 @@ export class AccessControl {
   }
 
   /**
+   * Whether the user is a member of the workspace, for every subscribe and request that checks it.
+   * A membership read is kept like a caller (until an event removes it, a gap, or `cacheMs`), so
+   * ten thousand browsers opening a workspace's feed cost one read, not ten thousand; a refusal is
+   * not kept, so a member just added gets in at once.
+   */
+  async isMember(userId: string, workspaceId: string): Promise<boolean> {
+    const key = `${userId} ${workspaceId}`
+    const until = this.#members.get(key)
+    if (until !== undefined && until > this.#now()) return true
+    const generation = this.#generation
+    const member = await this.deps.isMember(userId, workspaceId)
+    this.#members.delete(key)
+    if (member && generation === this.#generation) {
+      if (this.#members.size >= this.#maxCached) this.#members.delete(this.#members.keys().next().value!)
+      this.#members.set(key, this.#now() + this.#cacheMs)
+    }
+    return member
+  }
+
+  /**
    * Registers something open; returns its release (call it on every way the holder ends). `since`
    * is the generation read before its access was checked: an event applied after that ends it at
    * once, so a revocation racing the check is not missed.
@@ -117,6 +139,7 @@ export class AccessControl {
     if (this.#recent.length > RECENT_EVENTS) this.#recent.shift()
     if (event.type === 'credentials-revoked')
       for (const [hash, entry] of this.#cache) if (entry.principal.userId === event.userId && hash !== event.keepTokenHash) this.#cache.delete(hash)
+    if (event.type === 'membership-removed') this.#members.delete(`${event.userId} ${event.workspaceId}`)
     for (const holder of [...(this.#holders.get(event.userId) ?? [])]) if (this.#ends(event, holder)) this.#end(holder, event)
   }
 
@@ -160,6 +183,7 @@ export class AccessControl {
   /** Events may have been missed: nothing cached is trusted, and every holder is checked again. */
   #resync(): void {
     this.#cache.clear()
+    this.#members.clear()
     const holders = [...this.#holders.values()].flatMap((set) => [...set])
     this.deps.logger.warn({ holders: holders.length, action: 'access.resync' }, 'access events may have been missed; re-checking open holders')
     void this.#recheck(holders).catch((error: unknown) =>

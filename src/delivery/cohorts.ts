@@ -107,6 +107,8 @@ export class Cohorts {
       else cohort = this.#open(key, shared, live.tap)
     }
     const { entry, iterator: member } = this.#member(cohort, sink, true)
+    const shared = cohort.tap
+    tap.liveCovered = () => shared?.covered
     let own: Results
     try {
       own = await replay()

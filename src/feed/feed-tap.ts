@@ -12,4 +12,11 @@ export interface FeedTap {
   sequence?: number
   /** Set by a replay-only feed: every position up to this one is covered by its replay (or its resync). */
   replayedUpTo?: number
+  /** Set by the shared live execution's feed: the last position it sent or covered (every later one comes through it). */
+  covered?: number
+  /**
+   * Set by the cohort for a resumed member, before its replay starts: the shared execution's
+   * `covered`. A cursor at exactly that position has nothing to replay, so it reads nothing.
+   */
+  liveCovered?: () => number | undefined
 }

@@ -44,6 +44,8 @@ export interface OpenFeedOptions {
    * members resumed at a later head rely on it for every position after theirs.
    */
   fromHead?: boolean
+  /** Kept up to date with the last position this feed sent or covered (a cohort's shared execution publishes it to joining members). */
+  position?: { covered?: number }
 }
 
 export const CURSOR_EXPIRED = 'cursor-expired'
@@ -74,6 +76,10 @@ export async function openWorkspaceFeed(
   let done = false
   /** The last position sent or covered by a replay; undefined until a live feed's first event. */
   let delivered: number | undefined
+  const cover = (sequence: number) => {
+    delivered = sequence
+    if (options.position) options.position.covered = sequence
+  }
 
   const close = async () => {
     done = true
@@ -120,7 +126,7 @@ export async function openWorkspaceFeed(
     const head = (await feedHead(store, workspaceId)) ?? { sequence: 0, floor: 0 }
     const after = options.after
     if (!after) {
-      if (options.fromHead) delivered = head.sequence
+      if (options.fromHead) cover(head.sequence)
       return // live only: without fromHead, positions are tracked from the first event
     }
     const foreign = after.epoch !== services.epoch || after.workspaceId !== workspaceId || after.sequence > head.sequence
@@ -129,7 +135,7 @@ export async function openWorkspaceFeed(
     if (foreign && options.summariesOnly) await replay(-1, head.sequence, 'resume') // every current summary
     else if (foreign || tooOld) expired(head)
     else await replay(after.sequence, head.sequence, 'resume')
-    delivered = head.sequence
+    cover(head.sequence)
     if (options.replayOnly) options.replayOnly.upTo = head.sequence
   }
 
@@ -141,7 +147,7 @@ export async function openWorkspaceFeed(
       metrics.repairs.inc({ cause: event.reason.startsWith('subscriber fell behind') ? 'overflow' : 'link' })
       if (head.floor > delivered && !options.summariesOnly) expired(head)
       else await replay(delivered, head.sequence, 'resync')
-      delivered = Math.max(delivered, head.sequence)
+      cover(Math.max(delivered, head.sequence))
       return
     }
     const sequence = event.sequence
@@ -151,7 +157,7 @@ export async function openWorkspaceFeed(
       metrics.repairs.inc({ cause: 'gap' })
       await replay(delivered, sequence - 1, 'gap')
     }
-    delivered = sequence
+    cover(sequence)
     pending.push(event)
   }
 

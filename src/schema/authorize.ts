@@ -15,11 +15,13 @@ export function requireAdmin(ctx: Context): Principal {
 
 /** Membership gates every read, mutation and subscription of a workspace's data. */
 export async function requireWorkspaceMember(ctx: Context, workspaceId: string): Promise<void> {
-  requirePrincipal(ctx)
+  const principal = requirePrincipal(ctx)
+  // A member's workspace exists (workspaces are never deleted): the common case is one cached read.
+  if (await ctx.access.isMember(principal.userId, workspaceId)) return
   const workspace = await ctx.loaders.workspace.load(workspaceId)
   if (!workspace) throw notFound('Workspace', workspaceId)
   // The message names no id: a task or session id asked for would otherwise tell a non-member which workspace holds it.
-  if (!(await ctx.loaders.isMember.load(workspaceId))) throw forbidden('this workspace')
+  throw forbidden('this workspace')
 }
 
 /** Loads a task the caller may read, or throws NOT_FOUND / FORBIDDEN. */

@@ -12,6 +12,7 @@ function harness() {
   const principals = new Map<string, Principal>()
   const members = new Set<string>()
   let lookups = 0
+  let memberReads = 0
   let gate: Promise<void> | undefined
   const pubsub = createMemoryPubSub()
   const access = new AccessControl({
@@ -24,7 +25,11 @@ function harness() {
       await gate
       return principals.get(tokenHash) ?? null
     },
-    isMember: async (userId, workspaceId) => members.has(`${userId} ${workspaceId}`),
+    isMember: async (userId, workspaceId) => {
+      memberReads++
+      await gate
+      return members.has(`${userId} ${workspaceId}`)
+    },
   })
   const issue = (userId: string, token: string) => principals.set(hashToken(token), { userId, isAdmin: false, tokenHash: hashToken(token) })
   return {
@@ -38,6 +43,9 @@ function harness() {
     advance: (ms: number) => (now += ms),
     get lookups() {
       return lookups
+    },
+    get memberReads() {
+      return memberReads
     },
     hold: (until: Promise<void>) => (gate = until),
   }
@@ -162,5 +170,54 @@ describe('AccessControl', () => {
     await h.pubsub.publish('access', 'all', { type: 'membership-removed', userId: 'u1', workspaceId: 'A' })
     await expect.poll(() => holder.whys, { timeout: 2_000 }).toEqual(['membership'])
     await h.access.stop()
+  })
+
+  describe('memberships', () => {
+    it('reads a membership once and trusts it for cacheMs; a refusal is read again every time', async () => {
+      const h = harness()
+      h.members.add('u1 w1')
+      expect(await h.access.isMember('u1', 'w1')).toBe(true)
+      expect(await h.access.isMember('u1', 'w1')).toBe(true)
+      expect(h.memberReads).toBe(1)
+      h.advance(5_001)
+      expect(await h.access.isMember('u1', 'w1')).toBe(true)
+      expect(h.memberReads).toBe(2)
+      // Not a member: asked again each time, so one added since gets in at once.
+      expect(await h.access.isMember('u2', 'w1')).toBe(false)
+      h.members.add('u2 w1')
+      expect(await h.access.isMember('u2', 'w1')).toBe(true)
+      expect(h.memberReads).toBe(4)
+    })
+
+    it('a membership-removed event (here or from another instance) and a pub/sub gap drop it at once', async () => {
+      const h = harness()
+      h.access.start()
+      h.members.add('u1 w1').add('u1 w2')
+      await h.access.isMember('u1', 'w1')
+      await h.access.isMember('u1', 'w2')
+      h.members.delete('u1 w1')
+      await h.access.publish({ type: 'membership-removed', userId: 'u1', workspaceId: 'w1' })
+      expect(await h.access.isMember('u1', 'w1')).toBe(false)
+      expect(await h.access.isMember('u1', 'w2')).toBe(true) // another workspace's stays cached
+      expect(h.memberReads).toBe(3)
+      h.members.delete('u1 w2')
+      h.access.apply({ type: 'resync' })
+      expect(await h.access.isMember('u1', 'w2')).toBe(false)
+      await h.access.stop()
+    })
+
+    it('a read in flight when a removal is applied is answered but not kept', async () => {
+      const h = harness()
+      h.members.add('u1 w1')
+      let release = () => undefined as void
+      h.hold(new Promise<void>((resolve) => (release = resolve)))
+      const inFlight = h.access.isMember('u1', 'w1')
+      h.access.apply({ type: 'membership-removed', userId: 'u1', workspaceId: 'w1' })
+      release()
+      expect(await inFlight).toBe(true) // what it read may predate the removal
+      h.members.delete('u1 w1')
+      expect(await h.access.isMember('u1', 'w1')).toBe(false)
+      expect(h.memberReads).toBe(2)
+    })
   })
 })

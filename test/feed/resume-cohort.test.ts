@@ -193,6 +193,33 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
     expect(withOne).toBeGreaterThan(0)
   }, 60_000)
 
+  it('resumes at the shared execution\'s position read nothing: a thousand browsers fresh from boot cost no statement each', async () => {
+    const first = await connect()
+    const founding = resumed(first, workspaceId, await cursor())
+    await wsExecute(first, ViewerDocument) // its subscribe is handled: the cohort and its shared execution exist
+    await eventually(() => server.gateway.cohorts.size === 1)
+    const atHead = await cursor()
+    const clients = await Promise.all(Array.from({ length: 5 }, () => connect()))
+    statements = 0
+    const feeds = clients.map((c) => resumed(c, workspaceId, atHead))
+    await eventually(() => server.gateway.tableSizes().subscriptions === 6 && server.gateway.cohorts.size === 1)
+    expect(statements).toBe(0)
+    // And they miss nothing after it.
+    const task = await createTask(server.store, { workspaceId, title: 'after the quiet resumes' })
+    await server.projector.idle()
+    const last = await head()
+    await eventually(() => [founding, ...feeds].every((f) => f.sequences.at(-1) === last))
+    for (const feed of feeds) {
+      expect(feed.sequences[0]).toBe(decodeFeedCursor(atHead).sequence + 1)
+      expectOrderedOnce(feed.sequences)
+      expect(JSON.stringify(feed.events)).toContain(task.id)
+    }
+    // A cursor behind the shared execution's position still reads its replay.
+    const behind = resumed(await connect(), workspaceId, atHead)
+    await eventually(() => behind.sequences.at(-1) === last)
+    expect(behind.sequences[0]).toBe(decodeFeedCursor(atHead).sequence + 1)
+  })
+
   it('a resume whose cursor has expired gets WorkspaceResync, then the shared live events', async () => {
     const [first, second] = await Promise.all([connect(), connect()])
     const current = await cursor()

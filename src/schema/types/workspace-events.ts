@@ -2,7 +2,7 @@ import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
 import { createLoaders } from '../loaders.ts'
 import { transformIterator } from '../../pubsub/transform.ts'
-import { decodeFeedCursor, encodeFeedCursor } from '../../feed/cursor.ts'
+import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '../../feed/cursor.ts'
 import { openWorkspaceFeed, type FeedItem } from '../../feed/resumable-feed.ts'
 import type { StoredSummary } from '../../summary/types.ts'
 import type { TaskRow } from '../../store/rows.ts'
@@ -119,7 +119,13 @@ async function workspaceFeed(ctx: Context, workspaceId: string, after: string | 
   // A resumed cohort member's own execution serves its replay alone; the cohort shares the live events.
   const tap = ctx.feedTap
   const replayOnly: { upTo?: number } | undefined = tap?.replayOnly && position ? {} : undefined
-  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: tap?.shared === true })
+  if (replayOnly && position && isLivePosition(ctx, workspaceId, position)) {
+    // The SDK's usual case, a cursor from the boot just read: nothing to replay, and no read.
+    tap!.replayedUpTo = position.sequence
+    return emptyFeed()
+  }
+  const shared = tap?.shared === true
+  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: shared, position: shared ? tap : undefined })
   if (tap && replayOnly) tap.replayedUpTo = replayOnly.upTo
   return transformIterator(items, (item) => resolveTapped(ctx, item))
 }
