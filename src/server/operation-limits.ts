@@ -152,6 +152,26 @@ function withEffectivePageSizes(schema: GraphQLSchema, document: DocumentNode, v
   )
 }
 
+/** Page-size combinations kept per document: a client paging with many sizes is costed again, not held. */
+const MAX_COSTED_PAGE_SIZES = 32
+
+/** The variables a document passes as page sizes (what its cost depends on beside its text). */
+function pageSizeVariables(schema: GraphQLSchema, document: DocumentNode): string[] {
+  const typeInfo = new TypeInfo(schema)
+  const names = new Set<string>()
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Field(node) {
+        const page = typeInfo.getFieldDef()?.args.find((a) => PAGE_ARGUMENTS.has(a.name))
+        const given = page && node.arguments?.find((a) => a.name.value === page.name)?.value
+        if (given?.kind === Kind.VARIABLE) names.add(given.name.value)
+      },
+    }),
+  )
+  return [...names]
+}
+
 /**
  * The cost limit needs the variables, which validation (cached by document text in Yoga) never
  * sees, so it runs when an operation is about to execute or subscribe: still before any resolver.
@@ -159,8 +179,20 @@ function withEffectivePageSizes(schema: GraphQLSchema, document: DocumentNode, v
 function costLimitPlugin(limits: OperationLimits): Plugin {
   // armor leaves `__schema` out by default; the standard introspection query costs about 87,500.
   const rule = costLimitRule({ maxCost: limits.maxCost, ignoreIntrospection: false, ...validationOptions('maxCost') })
+  // The cost of a document depends on nothing but its page sizes: costed once per document (Yoga's
+  // parse cache hands out one DocumentNode per text) and page-size variables, not once per operation.
+  const costed = new WeakMap<DocumentNode, { pageVariables: string[]; byPageSizes: Map<string, readonly GraphQLError[]> }>()
   const refusal = (args: { schema: GraphQLSchema; document: DocumentNode; variableValues?: Record<string, unknown> | null }) => {
-    const errors = validate(args.schema, withEffectivePageSizes(args.schema, args.document, args.variableValues ?? {}), [rule])
+    const variables = args.variableValues ?? {}
+    let entry = costed.get(args.document)
+    if (!entry) costed.set(args.document, (entry = { pageVariables: pageSizeVariables(args.schema, args.document), byPageSizes: new Map() }))
+    const key = JSON.stringify(entry.pageVariables.map((name) => variables[name] ?? null))
+    let errors = entry.byPageSizes.get(key)
+    if (!errors) {
+      errors = validate(args.schema, withEffectivePageSizes(args.schema, args.document, variables), [rule])
+      if (entry.byPageSizes.size >= MAX_COSTED_PAGE_SIZES) entry.byPageSizes.delete(entry.byPageSizes.keys().next().value!)
+      entry.byPageSizes.set(key, errors)
+    }
     return errors.length > 0 ? { errors } : undefined
   }
   return {

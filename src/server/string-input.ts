@@ -118,8 +118,15 @@ function variableRefusal(document: DocumentNode, variables: Record<string, unkno
  * nothing. The message names the argument or variable and the path, never the value.
  */
 export function stringInputPlugin(): Plugin {
+  // A document's literals are checked once (Yoga's parse cache hands out one DocumentNode per text).
+  const literals = new WeakMap<DocumentNode, GraphQLError | null>()
+  const literalRefusalOf = (document: DocumentNode) => {
+    let refused = literals.get(document)
+    if (refused === undefined) literals.set(document, (refused = literalRefusal(document) ?? null))
+    return refused ?? undefined
+  }
   const check = (args: { document: DocumentNode; variableValues?: Record<string, unknown> | null }) => {
-    const error = literalRefusal(args.document) ?? variableRefusal(args.document, args.variableValues)
+    const error = literalRefusalOf(args.document) ?? variableRefusal(args.document, args.variableValues)
     return error ? { errors: [error] } : undefined
   }
   return {

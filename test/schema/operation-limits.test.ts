@@ -132,6 +132,14 @@ describe('operation limits (README "Limits"), over HTTP and graphql-ws', () => {
       expect(outcome.errors).toBeUndefined()
       expect(await server.store.db.task.count({ where: { title } })).toBe(1)
     })
+
+    // Costs are kept per document and page sizes: the same text with another page size is costed anew.
+    it('refuses the same mutation again with a big page size after the small one ran', async () => {
+      const title = `costly-again-${randomUUID()}`
+      const outcome = await send(costly, { input: { workspaceId, title }, last: 1_000_000 })
+      expect(limitErrors(outcome)).toEqual([{ code: 'BAD_USER_INPUT', limit: 'maxCost' }])
+      expect(await server.store.db.task.count({ where: { title } })).toBe(0)
+    })
   })
 
   it('refuses an HTTP body over the body limit with 413 and a code, and creates nothing', async () => {

@@ -111,6 +111,14 @@ async function resolveTapped(ctx: Context, item: FeedItem): Promise<ResolvedWork
   return event
 }
 
+/** Whether the cursor is exactly where the cohort's shared live execution stands: every later position comes through it. */
+function isLivePosition(ctx: Context, workspaceId: string, position: FeedPosition): boolean {
+  const covered = ctx.feedTap?.liveCovered?.()
+  return covered !== undefined && position.epoch === ctx.feed.epoch && position.workspaceId === workspaceId && position.sequence === covered
+}
+
+async function* emptyFeed(): AsyncIterableIterator<ResolvedWorkspaceEvent> {}
+
 async function workspaceFeed(ctx: Context, workspaceId: string, after: string | null | undefined, summariesOnly = false) {
   // Validated before anything is subscribed: a malformed cursor is the client's error.
   const position = after == null ? undefined : decodeFeedCursor(after)
