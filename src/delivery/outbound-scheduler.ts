@@ -50,12 +50,24 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
   sendWindow: { floor: 4 * 1024, ceiling: 1024 * 1024, targetDelayMs: 20 },
 }
 
+/**
+ * A frame as written: a string, or a Buffer rendered once and shared (a cohort's event goes to
+ * thousands of members as the same payload bytes).
+ */
+export type Frame = string | Buffer
+
+/**
+ * Room left for what ws adds to a frame (its header, up to 10 bytes) and for a probe's ping, so a
+ * write predicted to stay under the high-water mark does.
+ */
+const WRITE_OVERHEAD = 256
+
 /** The socket as the scheduler sees it. */
 export interface OutboundSocket {
   /** Bytes accepted but not yet handed to the OS (ws: bufferedAmount). */
   readonly bufferedAmount: number
-  /** Writes one frame; `done` runs once it left the process (or failed). */
-  send(frame: string, done: () => void): void
+  /** Writes one frame; `done`, if given, runs once it left the process (or failed). */
+  send(frame: Frame, done?: () => void): void
   /** Writes a ping with this payload after the frames written so far (the peer pongs it back once it read them). */
   ping(payload: string): void
   close(code: number, reason: string): void
@@ -73,14 +85,14 @@ export interface SchedulerEvents {
  * frame that absorbed many others is serialized once, not once per absorption.
  */
 export interface ReplaceableFrame {
-  render(): string
+  render(): Frame
   /** Replaces the undelivered `previous` of the same key: returns what is queued instead (default: this frame). */
   supersede?(previous: ReplaceableFrame): ReplaceableFrame
   /** Dropped unsent to make room: the next frame of its key follows a gap. */
   evicted?(): void
 }
 
-const plainFrame = (frame: string): ReplaceableFrame => ({ render: () => frame })
+const plainFrame = (frame: Frame): ReplaceableFrame => ({ render: () => frame })
 
 interface Replaceable {
   frame: ReplaceableFrame
@@ -97,12 +109,12 @@ interface SessionLane {
 }
 
 interface SemanticEntry {
-  frame: string
+  frame: Frame
   sessionId?: string
 }
 
 export class OutboundScheduler {
-  readonly #control: string[] = []
+  readonly #control: Frame[] = []
   readonly #semantic: SemanticEntry[] = []
   /** Insertion order doubles as the round-robin order: a served session moves to the end. */
   readonly #lanes = new Map<string, SessionLane>()
@@ -150,7 +162,7 @@ export class OutboundScheduler {
     return this.#closed
   }
 
-  enqueueControl(frame: string): void {
+  enqueueControl(frame: Frame): void {
     if (this.#closed) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#control.length >= this.limits.control) return this.#overflow('control')
@@ -158,7 +170,7 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  enqueueSemantic(frame: string, sessionId?: string): void {
+  enqueueSemantic(frame: Frame, sessionId?: string): void {
     if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
@@ -167,9 +179,9 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  enqueueReplaceable(frame: string | ReplaceableFrame, sessionId: string, key: string): void {
+  enqueueReplaceable(frame: Frame | ReplaceableFrame, sessionId: string, key: string): void {
     if (this.#closed || this.#closeWhenDrained) return
-    const entry = typeof frame === 'string' ? plainFrame(frame) : frame
+    const entry = typeof frame === 'string' || Buffer.isBuffer(frame) ? plainFrame(frame) : frame
     if (this.limits.fifo) return this.#enqueueFifo(entry.render())
     const lane = this.#lane(sessionId)
     const existing = lane.replaceables.get(key)
@@ -214,7 +226,7 @@ export class OutboundScheduler {
     this.events.evicted?.(sessionId)
   }
 
-  #enqueueFifo(frame: string): void {
+  #enqueueFifo(frame: Frame): void {
     this.#semantic.push({ frame })
     this.pump()
   }
@@ -230,9 +242,13 @@ export class OutboundScheduler {
           if (this.#closeWhenDrained) this.close(this.#closeWhenDrained.code, this.#closeWhenDrained.reason)
           return
         }
-        this.socket.send(next, this.#written)
+        const bytes = Buffer.byteLength(next)
+        // Only a write that may leave the socket at its high-water mark needs to say when it is
+        // done (the pump resumes then); the rest go without a completion callback each.
+        if (this.socket.bufferedAmount + bytes + WRITE_OVERHEAD >= this.limits.socketHighWater) this.socket.send(next, this.#written)
+        else this.socket.send(next)
         if (this.#window) {
-          this.#window.wrote(Buffer.byteLength(next))
+          this.#window.wrote(bytes)
           this.#probe()
         }
       }
@@ -246,7 +262,7 @@ export class OutboundScheduler {
     if (payload !== undefined) this.socket.ping(payload)
   }
 
-  #next(): string | undefined {
+  #next(): Frame | undefined {
     const control = this.#control.shift()
     if (control !== undefined) return control
     // The window paces a reader for latency; it is not a reason to close. Once the semantic lane
@@ -267,7 +283,7 @@ export class OutboundScheduler {
     return this.#nextSemantic()
   }
 
-  #nextSemantic(): string | undefined {
+  #nextSemantic(): Frame | undefined {
     const head = this.#semantic[0]
     if (head === undefined) return undefined
     const lane = head.sessionId === undefined ? undefined : this.#lanes.get(head.sessionId)
@@ -284,7 +300,7 @@ export class OutboundScheduler {
   }
 
   /** Round-robin over sessions; an entry waits for the semantic frames enqueued before it. */
-  #nextReplaceable(): string | undefined {
+  #nextReplaceable(): Frame | undefined {
     for (const [sessionId, lane] of this.#lanes) {
       const frame = this.#takeReady(sessionId, lane)
       if (frame === undefined) continue
@@ -298,7 +314,7 @@ export class OutboundScheduler {
   }
 
   /** The session's oldest replaceable, if no earlier semantic frame of the session is still queued. */
-  #takeReady(sessionId: string, lane: SessionLane): string | undefined {
+  #takeReady(sessionId: string, lane: SessionLane): Frame | undefined {
     const oldest = lane.replaceables.entries().next()
     if (oldest.done) return undefined
     const [key, entry] = oldest.value

@@ -16,6 +16,7 @@ import { streamFrame } from './message-append.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
+import { PeriodicSweep } from '../util/periodic-sweep.ts'
 import { Cohorts, feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type CohortSink, type FeedCohortPlan } from './cohorts.ts'
 import { OPERATION_LIMITS } from '../server/operation-limits.ts'
 import { socketErrors, socketResult } from '../server/error-codes.ts'
@@ -23,6 +24,7 @@ import { forbidden } from '../errors.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
+const TEXT_FRAME = Object.freeze({ binary: false })
 /** A client that has not answered a ping by the next one is dropped: after 12 to 24 s of silence. */
 const KEEPALIVE_MS = 12_000
 
@@ -102,6 +104,12 @@ export function attachDeliveryGateway(options: {
   const countError = errorCounter(metrics)
   const subscriptionStats = subscriptionMetrics(metrics)
   const closeRecorder = serverCloseRecorder(delivery.serverCloses, logger)
+  const timers = options.keepalive?.timers ?? realScheduler
+  const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
+  // One timer pings every connection in turn (each about once an interval), not a timer per connection.
+  const keepalives = new PeriodicSweep<() => void>(keepaliveMs, (keepalive) => keepalive(), timers, (error) =>
+    logger.error({ err: error, action: 'ws.keepalive' }, 'a keepalive ping failed'),
+  )
   const wss = new WebSocketServer({
     server: options.httpServer,
     path: yoga.graphqlEndpoint,
@@ -210,21 +218,31 @@ export function attachDeliveryGateway(options: {
     },
   })
 
-  /** Each cohort result's payload as graphql-ws would write it (onNext's error shaping included), made once for all members. */
-  const payloads = new WeakMap<ExecutionResult, string>()
-  const payloadOf = (result: ExecutionResult): string => {
-    let json = payloads.get(result)
-    if (json === undefined) {
+  /**
+   * Each cohort result's payload as graphql-ws would write it (onNext's error shaping included),
+   * serialized and encoded once for all members.
+   */
+  const payloads = new WeakMap<ExecutionResult, Buffer>()
+  const payloadOf = (result: ExecutionResult): Buffer => {
+    let bytes = payloads.get(result)
+    if (bytes === undefined) {
       const { errors: _errors, ...data } = result
       // Errors, if any, are counted once per event here rather than once per member.
-      json = JSON.stringify(socketResult(result, countError) ?? data)
-      payloads.set(result, json)
+      bytes = Buffer.from(JSON.stringify(socketResult(result, countError) ?? data))
+      payloads.set(result, bytes)
     }
-    return json
+    return bytes
   }
+  const FRAME_END = Buffer.from('}')
 
-  /** A cohort member's results, written as the same `next` frames graphql-ws writes, straight to its scheduler. */
+  /**
+   * A cohort member's results, written as the same `next` frames graphql-ws writes, straight to
+   * its scheduler: its own head (its operation id) around the payload bytes every member shares,
+   * so a delivery copies bytes instead of building and encoding a string.
+   */
   class CohortMember implements CohortSink {
+    #head: Buffer | undefined
+
     constructor(
       private readonly connection: Connection,
       private readonly id: string,
@@ -233,7 +251,8 @@ export function attachDeliveryGateway(options: {
     next(result: ExecutionResult): void {
       // Completed by the client (or refused) already: graphql-ws would not send it either.
       if (!this.connection.subscriptions.has(this.id)) return
-      this.connection.scheduler.enqueueSemantic(`{"id":${JSON.stringify(this.id)},"type":"next","payload":${payloadOf(result)}}`)
+      this.#head ??= Buffer.from(`{"id":${JSON.stringify(this.id)},"type":"next","payload":`)
+      this.connection.scheduler.enqueueSemantic(Buffer.concat([this.#head, payloadOf(result), FRAME_END]))
     }
   }
 
@@ -277,13 +296,13 @@ export function attachDeliveryGateway(options: {
 
   wss.on('connection', (socket) => {
     const memberships = new ConnectionMemberships(randomUUID())
-    const timers = options.keepalive?.timers ?? realScheduler
     const scheduler = new OutboundScheduler(
       {
         get bufferedAmount() {
           return socket.bufferedAmount
         },
-        send: (frame, done) => socket.send(frame, done),
+        // Text frames always: ws would send a Buffer (a cohort's shared frame) as binary.
+        send: (frame, done) => socket.send(frame, TEXT_FRAME, done),
         ping: (payload) => socket.ping(payload),
         close: (code, reason) => {
           // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
@@ -328,7 +347,6 @@ export function attachDeliveryGateway(options: {
       connection.closedByServer(code, code === CloseCode.InternalServerError ? { err: error } : { wsError: error.code })
       socket.close(CloseCode.InternalServerError, 'Internal server error')
     })
-    const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
     let answered = true
     // Keepalive pings carry no payload; the scheduler's window probes do (send-window.ts). Any pong proves the peer alive.
     socket.on('pong', (payload: Buffer) => {
@@ -343,9 +361,8 @@ export function attachDeliveryGateway(options: {
       }
       answered = false
       socket.ping()
-      keepaliveTimer = timers.setTimeout(keepalive, keepaliveMs)
     }
-    let keepaliveTimer = timers.setTimeout(keepalive, keepaliveMs)
+    keepalives.add(keepalive)
     const closed = server.opened(
       {
         protocol: socket.protocol,
@@ -368,7 +385,7 @@ export function attachDeliveryGateway(options: {
       { socket },
     )
     socket.once('close', (code, reason) => {
-      timers.clearTimeout(keepaliveTimer)
+      keepalives.delete(keepalive)
       connections.delete(socket)
       connection.access.closed()
       subscriptionStats.endAllOwned(socket)
@@ -395,6 +412,7 @@ export function attachDeliveryGateway(options: {
     },
     sockets: () => [...connections.keys()],
     async close() {
+      keepalives.clear()
       for (const socket of wss.clients) {
         connections.get(socket)?.closedByServer(1001)
         socket.close(1001, 'Going away')

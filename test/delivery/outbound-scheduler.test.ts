@@ -11,8 +11,9 @@ function fakeSocket(highWater = 1) {
       return pending.length >= highWater ? Number.MAX_SAFE_INTEGER : 0
     },
     send(frame, done) {
-      written.push(frame)
-      pending.push(done)
+      written.push(String(frame))
+      // The scheduler asks for a completion only when a write may fill the socket (here: every write).
+      pending.push(done ?? (() => undefined))
     },
     close(code, reason) {
       closed = { code, reason }
@@ -215,6 +216,53 @@ describe('OutboundScheduler', () => {
     s.drainAll()
     s.drainAll()
     expect(s.written).toHaveLength(5)
+  })
+})
+
+describe('OutboundScheduler writes (what each one costs)', () => {
+  /** A socket whose buffer holds exactly what was written and not yet drained, by bytes. */
+  function byteSocket() {
+    const writes: { frame: string; withCallback: boolean }[] = []
+    const held: { bytes: number; done?: () => void }[] = []
+    const socket: OutboundSocket = {
+      get bufferedAmount() {
+        return held.reduce((sum, h) => sum + h.bytes, 0)
+      },
+      send(frame, done) {
+        writes.push({ frame: String(frame), withCallback: done !== undefined })
+        held.push({ bytes: Buffer.byteLength(frame), done })
+      },
+      close: () => undefined,
+      ping: () => undefined,
+    }
+    const drain = () => {
+      for (const h of held.splice(0)) h.done?.()
+    }
+    return { socket, writes, drain, takeAll: () => void held.splice(0) }
+  }
+
+  it('asks for no completion callback while the socket stays under its high-water mark; the write that may fill it asks, and its completion resumes the rest', () => {
+    const s = byteSocket()
+    const scheduler = new OutboundScheduler(s.socket, limits({ socketHighWater: 4096, sendWindow: undefined }))
+    // The kernel takes each small frame at once: the buffer never holds anything.
+    for (let i = 0; i < 50; i++) {
+      scheduler.enqueueSemantic(`small-${i}`)
+      s.takeAll()
+    }
+    expect(s.writes).toHaveLength(50)
+    expect(s.writes.filter((w) => w.withCallback)).toEqual([])
+    // A reader that stopped: the buffer fills; the write that reaches the mark carries the callback.
+    for (let i = 0; i < 10; i++) scheduler.enqueueSemantic(Buffer.from(`big-${i}`.padEnd(1000, '.')))
+    const stopped = s.writes.length
+    expect(scheduler.depth.semantic).toBeGreaterThan(0)
+    expect(s.writes.at(-1)!.withCallback).toBe(true)
+    s.drain()
+    expect(s.writes.length).toBeGreaterThan(stopped)
+    for (let i = 0; i < 5 && scheduler.depth.semantic > 0; i++) s.drain()
+    expect(scheduler.depth.semantic).toBe(0)
+    expect(s.writes.filter((w) => w.frame.startsWith('big-')).map((w) => w.frame.slice(0, 6).replace(/\.+$/, ''))).toEqual(
+      Array.from({ length: 10 }, (_, i) => `big-${i}`),
+    )
   })
 })
 

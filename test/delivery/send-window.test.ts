@@ -22,8 +22,8 @@ function simulatedPeer(rate: number, options: { answers?: boolean; slurp?: boole
   const socket: OutboundSocket = {
     bufferedAmount: 0,
     send(f, done) {
-      wire.push({ frame: f, bytes: Buffer.byteLength(f), writtenAt: now })
-      done()
+      wire.push({ frame: String(f), bytes: Buffer.byteLength(f), writtenAt: now })
+      done?.()
     },
     ping(payload) {
       pings.push(payload)

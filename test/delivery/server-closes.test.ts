@@ -39,13 +39,17 @@ function manualTimers() {
     },
     clearTimeout: (id) => void pending.delete(id as number),
   }
+  /** Moves the clock by `ms`, firing every timer due on the way in order, those set meanwhile included. */
   const advance = (ms: number) => {
-    now += ms
-    const due = [...pending].filter(([, t]) => t.at <= now).sort(([, a], [, b]) => a.at - b.at)
-    for (const [id, t] of due) {
-      pending.delete(id)
-      t.fn()
+    const until = now + ms
+    for (;;) {
+      const next = [...pending].filter(([, t]) => t.at <= until).sort(([, a], [, b]) => a.at - b.at)[0]
+      if (!next) break
+      pending.delete(next[0])
+      now = next[1].at
+      next[1].fn()
     }
+    now = until
   }
   return { timers, advance }
 }
