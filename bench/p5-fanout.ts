@@ -156,7 +156,8 @@ async function measureServer(server: BenchServer, fleet: ClientFleet, fixture: F
       settle: () => server.call('idle'),
       cpu: () => server.call<number>('cpu'),
       profileStart: () => server.call('profileStart'),
-      profileStop: () => server.call<SelfTime[]>('profileStop'),
+      // BENCH_P5_PROFILE_FILE: the whole profile too (Chrome DevTools or speedscope open it).
+      profileStop: () => server.call<SelfTime[]>('profileStop', { file: process.env.BENCH_P5_PROFILE_FILE }),
     },
     openMs,
     profile,

@@ -70,6 +70,8 @@ export interface OutboundSocket {
   send(frame: Frame, done?: () => void): void
   /** Writes a ping with this payload after the frames written so far (the peer pongs it back once it read them). */
   ping(payload: string): void
+  /** Holds the writes made in `writes` and hands them to the OS together (one system call for a frame and its probe). */
+  batch?(writes: () => void): void
   close(code: number, reason: string): void
 }
 
@@ -233,6 +235,12 @@ export class OutboundScheduler {
 
   /** Writes while the socket takes more; called again when a write completes. */
   pump(): void {
+    if (this.#writing || this.#closed) return
+    if (this.socket.batch) this.socket.batch(this.#pumpNow)
+    else this.#pumpNow()
+  }
+
+  readonly #pumpNow = (): void => {
     if (this.#writing || this.#closed) return
     this.#writing = true
     try {

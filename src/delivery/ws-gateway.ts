@@ -304,6 +304,17 @@ export function attachDeliveryGateway(options: {
         // Text frames always: ws would send a Buffer (a cohort's shared frame) as binary.
         send: (frame, done) => socket.send(frame, TEXT_FRAME, done),
         ping: (payload) => socket.ping(payload),
+        batch: (writes) => {
+          // ws keeps its TCP socket as `_socket` and offers no cork of its own; a frame and the
+          // probe after it then leave in one writev instead of two.
+          const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
+          tcp?.cork()
+          try {
+            writes()
+          } finally {
+            tcp?.uncork()
+          }
+        },
         close: (code, reason) => {
           // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
           if (socket.readyState === socket.OPEN) connection.closedByServer(code, { refusal: connection.refusal })

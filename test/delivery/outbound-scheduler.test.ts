@@ -266,6 +266,31 @@ describe('OutboundScheduler writes (what each one costs)', () => {
   })
 })
 
+describe('OutboundScheduler batches', () => {
+  it('a frame and the window probe after it are handed to the socket in one batch (one system call)', () => {
+    const log: string[] = []
+    let inBatch = false
+    const socket: OutboundSocket = {
+      bufferedAmount: 0,
+      send: (frame) => void log.push(`${inBatch ? 'batched' : 'alone'} frame ${String(frame).slice(0, 5)}`),
+      ping: (payload) => void log.push(`${inBatch ? 'batched' : 'alone'} ping ${payload}`),
+      close: () => undefined,
+      batch(writes) {
+        inBatch = true
+        try {
+          writes()
+        } finally {
+          inBatch = false
+        }
+        log.push('flush')
+      },
+    }
+    const scheduler = new OutboundScheduler(socket, limits({ socketHighWater: 1 << 20, sendWindow: { floor: 1000, ceiling: 1000, targetDelayMs: 20 } }))
+    scheduler.enqueueSemantic('f-1'.padEnd(600, '.'))
+    expect(log).toEqual(['batched frame f-1..', 'batched ping 0', 'flush'])
+  })
+})
+
 describe('OutboundScheduler in FIFO mode (the measurement baseline)', () => {
   it('writes every frame in arrival order, replacing and prioritizing nothing', () => {
     const s = fakeSocket()
