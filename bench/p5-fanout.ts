@@ -11,7 +11,7 @@ import { print } from 'graphql'
 import { ClientWorkspaceEventsDocument } from '../src/client/generated/graphql.ts'
 import { eventually } from '../test/support/wait.ts'
 import { report, type Row } from './scenario.ts'
-import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
+import { BENCH_ADMIN_TOKEN, bootFeedCursor, startBenchServer, type BenchServer } from './server-process.ts'
 import { startClientFleet, type Arrivals, type ClientFleet, type Handshake } from './client-fleet.ts'
 import { startRawWsServer } from './raw-ws-server.ts'
 import type { FeedFixture } from './feed-handlers.ts'
@@ -98,18 +98,6 @@ async function rounds(fleet: ClientFleet, trigger: () => Promise<number>, settle
 async function open(fleet: ClientFleet, url: string, size: number, handshake: Handshake) {
   const { failed } = await fleet.open(url, size, handshake)
   if (failed > 0) throw new Error(`${failed} of ${size} connections to ${url} failed`)
-}
-
-/** The cursor a switcher keeps from its first paint: boot(workspaceId) { feedCursor }. */
-async function bootFeedCursor(server: BenchServer, workspaceId: string): Promise<string> {
-  const response = await fetch(`${server.url}/graphql`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
-    body: JSON.stringify({ query: 'query($id: ID!) { boot(workspaceId: $id) { feedCursor } }', variables: { id: workspaceId } }),
-  })
-  const body = (await response.json()) as { data?: { boot: { feedCursor: string } }; errors?: unknown }
-  if (!body.data) throw new Error(`boot failed: ${JSON.stringify(body.errors)}`)
-  return body.data.boot.feedCursor
 }
 
 /** What one process under measure answers for a size: its rounds, how long its subscriptions took to open, and its profile if asked. */

@@ -148,3 +148,15 @@ async function runChild() {
 }
 
 if (process.argv[2] === 'child') await runChild()
+
+/** The cursor the SDK keeps from its boot: boot(workspaceId) { feedCursor }. */
+export async function bootFeedCursor(server: BenchServer, workspaceId: string): Promise<string> {
+  const response = await fetch(`${server.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN_TOKEN}` },
+    body: JSON.stringify({ query: 'query($id: ID!) { boot(workspaceId: $id) { feedCursor } }', variables: { id: workspaceId } }),
+  })
+  const body = (await response.json()) as { data?: { boot: { feedCursor: string } }; errors?: unknown }
+  if (!body.data) throw new Error(`boot failed: ${JSON.stringify(body.errors)}`)
+  return body.data.boot.feedCursor
+}

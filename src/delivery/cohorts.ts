@@ -120,9 +120,10 @@ export class Cohorts {
       await member.return?.()
       return own
     }
-    let replaying = true
+    // The member's own execution, until its replay is over: then released, with its context.
+    let replaying: AsyncIterableIterator<ExecutionResult> | undefined = own
     const toShared = () => {
-      replaying = false
+      replaying = undefined
       const seam = entry.seam
       entry.seam = undefined
       entry.floor = tap.replayedUpTo
@@ -134,8 +135,9 @@ export class Cohorts {
       for (const { item, sequence } of seam.items) this.#deliver(entry, item, sequence)
     }
     const end = async (): Promise<IteratorReturnResult<undefined>> => {
-      replaying = false
-      await Promise.all([own.return?.(), member.return?.()])
+      const ending = replaying
+      replaying = undefined
+      await Promise.all([ending?.return?.(), member.return?.()])
       return { value: undefined, done: true }
     }
     const resumed: AsyncIterableIterator<ExecutionResult> = {
@@ -143,7 +145,7 @@ export class Cohorts {
         if (replaying) {
           let result: IteratorResult<ExecutionResult>
           try {
-            result = await own.next()
+            result = await replaying.next()
           } catch (error) {
             await end()
             throw error

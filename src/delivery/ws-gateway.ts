@@ -25,6 +25,8 @@ import { errorCounter, subscriptionField, subscriptionMetrics } from '../observa
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
 const TEXT_FRAME = Object.freeze({ binary: false })
+/** What the routing table keeps for a cohort member in place of its context: its frames carry no delivery tag. */
+const COHORT_MEMBER = {} as Context
 /** A client that has not answered a ping by the next one is dropped: after 12 to 24 s of silence. */
 const KEEPALIVE_MS = 12_000
 
@@ -104,6 +106,8 @@ export function attachDeliveryGateway(options: {
   const countError = errorCounter(metrics)
   const subscriptionStats = subscriptionMetrics(metrics)
   const closeRecorder = serverCloseRecorder(delivery.serverCloses, logger)
+  /** Execution arguments of cohort members not yet started (onOperation lets go of their contexts). */
+  const cohortMembers = new WeakSet<ExecutionArgs>()
   const timers = options.keepalive?.timers ?? realScheduler
   const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
   // One timer pings every connection in turn (each about once an interval), not a timer per connection.
@@ -145,7 +149,16 @@ export function attachDeliveryGateway(options: {
       // Counted once a stream exists: a start refused or failed (FORBIDDEN, RATE_LIMITED) is an error, not a subscription.
       if (Symbol.asyncIterator in result && getOperationAST(args.document, args.operationName)?.operation === 'subscription') {
         subscriptionStats.beginOwned(ctx.extra.socket, id, 'ws', subscriptionField(args.schema, args.document, args.operationName))
-        connections.get(ctx.extra.socket)?.access.subscribed(id)
+        const connection = connections.get(ctx.extra.socket)
+        connection?.access.subscribed(id)
+        // A cohort member's results come from the shared execution, never from its own context:
+        // neither graphql-ws (which keeps the execution arguments for the subscription's life) nor
+        // the routing table needs it once started; an idle member then holds a few hundred bytes.
+        if (connection && cohortMembers.has(args)) {
+          cohortMembers.delete(args)
+          if (connection.subscriptions.has(id)) connection.subscriptions.set(id, COHORT_MEMBER)
+          args.contextValue = undefined
+        }
       }
     },
     // Errors leave in the contract's shape and are counted here, where the frame carrying them is formed.
@@ -207,7 +220,7 @@ export function attachDeliveryGateway(options: {
           }
       } else connection.access.answering(id)
       const rootValue: OperationRoot = { enveloped, cohort }
-      return {
+      const args: ExecutionArgs = {
         schema: enveloped.schema,
         operationName: payload.operationName,
         document,
@@ -215,6 +228,13 @@ export function attachDeliveryGateway(options: {
         contextValue,
         rootValue,
       }
+      if (cohort) {
+        cohortMembers.add(args)
+        // graphql-ws keeps the subscribe message for the subscription's life; its query text (1.3 KB
+        // for the SDK's feed operation) is parsed, and cached by text, already.
+        ;(payload as { query: string }).query = ''
+      }
+      return args
     },
   })
 
