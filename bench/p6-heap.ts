@@ -22,16 +22,28 @@ const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? 500)
 const SETUP_TIMEOUT_MS = 180_000
 const GOAL_CONNECTION_BYTES = 8 * 1024
 const GOAL_CYCLE_BYTES = 200
+/** Idle time measured: one keepalive interval (12 s), so each connection is pinged once. */
+const IDLE_MS = Number(process.env.BENCH_P6_IDLE_MS ?? 12_000)
 
-/** Heap kept per connection: open `count`, wait until the server holds them, measure, close. */
-async function perConnection(fleet: ClientFleet, url: string, handshake: Handshake, heap: () => Promise<number>, held: () => Promise<boolean>) {
+/**
+ * Heap kept per connection: open `count`, wait until the server holds them, measure, close. With
+ * `cpu`, also the CPU the process spends while they sit idle for IDLE_MS (a whole keepalive
+ * interval), in ms per second.
+ */
+async function perConnection(fleet: ClientFleet, url: string, handshake: Handshake, heap: () => Promise<number>, held: () => Promise<boolean>, cpu?: () => Promise<number>) {
   const before = await heap()
   const { failed } = await fleet.open(url, CONNECTIONS, handshake)
   if (failed > 0) throw new Error(`${failed} of ${CONNECTIONS} connections to ${url} failed`)
   await eventually(held, SETUP_TIMEOUT_MS)
   const after = await heap()
+  let idleCpuMsPerS: number | undefined
+  if (cpu) {
+    const [start, at] = [await cpu(), performance.now()]
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+    idleCpuMsPerS = (await cpu() - start) / 1000 / ((performance.now() - at) / 1000)
+  }
   await fleet.closeAll()
-  return (after - before) / CONNECTIONS
+  return { bytes: (after - before) / CONNECTIONS, idleCpuMsPerS }
 }
 
 /** Heap kept per cycle over CYCLES cycles on one connection, and the gateway's tables afterwards. */
@@ -92,13 +104,15 @@ try {
     await fleet.closeAll()
     await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   }
-  const subscribed = await perConnection(fleet, server.wsUrl, resumed, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)
+  const subscribedRun = await perConnection(fleet, server.wsUrl, resumed, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS, () => server.call<number>('cpu'))
+  const subscribed = subscribedRun.bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
-  const subscribedLive = await perConnection(fleet, server.wsUrl, live, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)
+  const subscribedLive = (await perConnection(fleet, server.wsUrl, live, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)).bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
-  const acked = await perConnection(fleet, server.wsUrl, { kind: 'ack', token }, serverHeap, async () => (await tables()).connections === CONNECTIONS)
+  const acked = (await perConnection(fleet, server.wsUrl, { kind: 'ack', token }, serverHeap, async () => (await tables()).connections === CONNECTIONS)).bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
-  const plain = await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heap(), async () => (await raw.connections()) === CONNECTIONS)
+  const plainRun = await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heap(), async () => (await raw.connections()) === CONNECTIONS, () => raw.cpu())
+  const plain = plainRun.bytes
   const cycles = await perCycle(server, fixture)
   const leftover = Object.entries(cycles.tables).filter(([name, size]) => name !== 'connections' && size > 0)
   result = {
@@ -119,6 +133,12 @@ try {
         goal: `≤ ${GOAL_CONNECTION_BYTES / 1024} KB`,
         met: subscribedLive <= GOAL_CONNECTION_BYTES,
       },
+      {
+        metric: `CPU while idle, ${CONNECTIONS} connections each with one SDK workspaceEvents subscription (with after), per second`,
+        value: subscribedRun.idleCpuMsPerS!,
+        unit: 'ms/s',
+        baseline: { label: 'plain ws connections, no GraphQL', value: plainRun.idleCpuMsPerS! },
+      },
       { metric: `heap per idle connection_ack'ed connection, no subscription (${CONNECTIONS})`, value: kb(acked), unit: 'KB', baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) } },
       {
         metric: `heap per SDK sessionEvents subscribe/complete cycle (${CYCLES} on one connection)`,
@@ -130,7 +150,7 @@ try {
       },
     ],
     notes: [
-      'Heap used after four full collections in the server process, after minus before, divided by the count; the clients run in other processes.',
+      'Heap used after four full collections in the server process, after minus before, divided by the count; the clients run in other processes. Idle CPU: the process\'s user + system time over one keepalive interval with the connections open and nothing happening (the server pings each once; the plain ws server pings none).',
       `After the cycles the gateway holds ${JSON.stringify(cycles.tables)}${leftover.length > 0 ? ' (entries left over: a leak)' : ''}.`,
       'Limits: the per-connection figure includes what ws and Node keep for any socket (the plain baseline); the rest is graphql-ws, the scheduler and one live feed subscription.',
     ],
