@@ -124,7 +124,7 @@ async function primeSummaries(ctx: Context, tasks: TaskRow[], rows: Map<string, 
     ctx.logger.warn({ err: error }, 'reading the page summaries failed; each summary is loaded on its own')
     return
   }
-  for (const id of ids) ctx.loaders.statusSummary.prime(id, summaries.get(id) ?? null)
+  for (const id of ids) ctx.loaders.knownSummaries.set(id, summaries.get(id) ?? null)
 }
 
 builder.queryFields((t) => ({
