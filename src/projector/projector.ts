@@ -10,6 +10,7 @@ import {
   markDerivationVersion,
   readSummaryRows,
   toStoredSummary,
+  type SummaryReadRow,
   type SummaryRow,
 } from '../store/summaries.ts'
 import { deriveSummary, SUMMARY_DERIVATION_VERSION } from '../summary/derive.ts'
@@ -162,23 +163,38 @@ export class Projector {
 
   /**
    * The read path (boot, tasks, workflow, taskStatusSummaries, Task.statusSummary): the stored
-   * rows are the read model. Only their pending fields (pendingAction and its waitingSince) are reconciled, from the bounded projection
-   * of open requests; a row whose pending semantics no longer hold is repaired through the
-   * serialized path. Missing rows, and rows derived by older rules, are rebuilt from every source.
-   * A fixed number of statements whatever the page size or the history.
+   * rows are the read model. Only their pending fields (pendingAction and its waitingSince) are
+   * reconciled, from the bounded projection of open requests; a row whose pending semantics no
+   * longer hold is repaired through the serialized path. Missing rows, and rows derived by older
+   * rules, are rebuilt from every source. A fixed number of statements whatever the page size or
+   * the history.
    */
   async ensure(taskIds: readonly string[]): Promise<Map<string, StoredSummary>> {
-    // The open requests do not depend on the rows: both reads go out together.
-    const [rows, pending] = await Promise.all([readSummaryRows(this.#store, taskIds), loadPendingInputs(this.#store, taskIds)])
+    return this.reconcile(taskIds, await readSummaryRows(this.#store, taskIds))
+  }
+
+  /**
+   * ensure() for rows already read (a task page reads them in its own statement, listTasks with
+   * summaries): `rows` holds the stored row of each of `taskIds` that has one. The open requests
+   * are read only for tasks that have one or whose row claims a pending action: any other row
+   * already agrees with them (nothing pending), so a page with nothing open costs no statement here.
+   */
+  async reconcile(taskIds: readonly string[], rows: readonly SummaryReadRow[]): Promise<Map<string, StoredSummary>> {
     const parsed = parseRows(rows)
     const result = new Map<string, StoredSummary>()
     const current = new Map<string, StoredSummary>()
+    const check: string[] = []
     for (const row of rows) {
       const summary = parsed.get(row.taskId)
-      if (summary && row.derivationVersion >= SUMMARY_DERIVATION_VERSION) current.set(row.taskId, summary)
+      if (!summary || row.derivationVersion < SUMMARY_DERIVATION_VERSION) continue
+      current.set(row.taskId, summary)
+      if (row.openRequests || summary.payload.pendingAction !== null || summary.payload.waitingSince !== null) check.push(row.taskId)
     }
     const rebuild = taskIds.filter((id) => !current.has(id))
-    const rebuilt = rebuild.length > 0 ? await this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>()
+    const [rebuilt, pending] = await Promise.all([
+      rebuild.length > 0 ? this.#rebuild(rebuild, rows.filter((r) => !current.has(r.taskId))) : new Map<string, StoredSummary>(),
+      check.length > 0 ? loadPendingInputs(this.#store, check) : new Map<string, never>(),
+    ])
     const stale: string[] = []
     for (const [taskId, summary] of current) {
       const now = taskPending(pending.get(taskId) ?? [])
@@ -207,7 +223,7 @@ export class Projector {
    * one transaction, rows that differ (stale, or derived by older rules) are repaired through the
    * serialized path, rows that agree are returned as they are.
    */
-  async #rebuild(taskIds: readonly string[], rows: SummaryRow[]): Promise<Map<string, StoredSummary>> {
+  async #rebuild(taskIds: readonly string[], rows: readonly SummaryRow[]): Promise<Map<string, StoredSummary>> {
     const storedByTask = new Map(rows.map((r) => [r.taskId, r]))
     const parsed = parseRows(rows)
     const inputs = await loadSummaryInputs(this.#store, taskIds, lastActivityOf(parsed))
@@ -270,7 +286,7 @@ export class Projector {
 }
 
 /** Stored rows parsed once; a row whose payload cannot be read maps to undefined (it gets repaired). */
-function parseRows(rows: SummaryRow[]): Map<string, StoredSummary | undefined> {
+function parseRows(rows: readonly SummaryRow[]): Map<string, StoredSummary | undefined> {
   return new Map(
     rows.map((r) => {
       try {

@@ -2,6 +2,7 @@ import DataLoader from 'dataloader'
 import { groupBy } from '../util/group-by.ts'
 import type { Store } from '../store/store.ts'
 import type { Projector } from '../projector/projector.ts'
+import type { StoredSummary } from '../summary/types.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
 import { findSteps, findWorkspaces, membersOfWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
@@ -87,7 +88,14 @@ const LOADERS = {
     }),
 }
 
-export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof LOADERS)[K]> }
+export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof LOADERS)[K]> } & {
+  /**
+   * Summaries a task list already read with its page and reconciled (taskPage), null for a task
+   * that has none: Task.statusSummary takes these as they are, with no promise, so a page of 500
+   * rows completes synchronously instead of through 500 loader promises.
+   */
+  readonly knownSummaries: Map<string, StoredSummary | null>
+}
 
 /**
  * Every context has loaders, but most operations use two or three of them, and a subscription's
@@ -95,10 +103,14 @@ export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof
  * subscription holds one small object instead of sixteen loaders with their caches.
  */
 class LazyLoaders {
-  readonly made: Partial<Record<keyof Loaders, unknown>> = {}
+  readonly made: Partial<Record<keyof typeof LOADERS, unknown>> = {}
+  #knownSummaries?: Map<string, StoredSummary | null>
   constructor(readonly scope: LoaderScope) {}
+  get knownSummaries() {
+    return (this.#knownSummaries ??= new Map())
+  }
 }
-for (const name of Object.keys(LOADERS) as (keyof Loaders)[])
+for (const name of Object.keys(LOADERS) as (keyof typeof LOADERS)[])
   Object.defineProperty(LazyLoaders.prototype, name, {
     get(this: LazyLoaders) {
       return (this.made[name] ??= LOADERS[name](this.scope))

@@ -1,7 +1,7 @@
 // task_status_summaries: written only by the projector, by compare-and-update on the revision.
 import { Prisma } from '../generated/sqlite/client.ts'
 import type { TaskStatusSummaryRow } from './rows.ts'
-import { rawDate, rawInt } from './raw-values.ts'
+import { rawBool, rawDate, rawInt } from './raw-values.ts'
 import type { Store } from './store.ts'
 import type { StoredSummary } from '../summary/types.ts'
 import { parseStoredPayload } from '../summary/semantic.ts'
@@ -24,31 +24,61 @@ export function toStoredSummary(row: {
   }
 }
 
-export type SummaryRow = TaskStatusSummaryRow
+/** The columns of a stored row that its readers use (the projector's compare, the read paths). */
+export type SummaryRow = Pick<TaskStatusSummaryRow, 'taskId' | 'workspaceId' | 'revision' | 'payload' | 'updatedAt' | 'derivationVersion'>
 
-type RawSummaryRow = Omit<SummaryRow, 'updatedAt' | 'revision' | 'derivationVersion' | 'feedSequence'> & {
-  updatedAt: string | number | Date
-  revision: number | bigint
-  derivationVersion: number | bigint
-  feedSequence: number | bigint
+/** A stored row as the read paths get it: with whether its task has an open request right now. */
+export type SummaryReadRow = SummaryRow & {
+  /**
+   * Some PENDING permission or clarification request of the task (the rows loadPendingInputs
+   * reads): only such a task's pendingAction can differ from "none", so only such tasks, and
+   * rows that claim a pending action, need the open requests read to reconcile.
+   */
+  openRequests: boolean
 }
 
 /**
- * Stored rows as is (payload still canonical JSON), one statement for any number of tasks.
- * Raw: for a page of 500 ids Prisma's query builder costs more than the primary-key reads.
+ * The summary columns a read selects beside its task's (`s` is TaskStatusSummary), aliased apart
+ * from the task's own; only what reading needs: a page of 500 pays for every cell.
  */
-export async function readSummaryRows({ db }: Store, taskIds: readonly string[]): Promise<SummaryRow[]> {
+export const SUMMARY_READ_COLUMNS = Prisma.sql`s."revision" AS "s_revision", s."payload" AS "s_payload", s."updatedAt" AS "s_updatedAt",
+  s."derivationVersion" AS "s_derivationVersion",
+  EXISTS (SELECT 1 FROM "Message" WHERE "Message"."taskId" = s."taskId" AND "Message"."status" = 'PENDING'
+    AND "Message"."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND "Message"."pendingId" IS NOT NULL) AS "s_openRequests"`
+
+export type RawSummaryColumns = {
+  /** Null when a left join found no row. */
+  s_revision: number | bigint | null
+  s_payload: string
+  s_updatedAt: string | number | Date
+  s_derivationVersion: number | bigint
+  s_openRequests: unknown
+}
+
+/** The summary columns of a raw row (SUMMARY_READ_COLUMNS) of a task; undefined when a left join found none. */
+export function summaryReadRow(r: RawSummaryColumns, taskId: string, workspaceId: string): SummaryReadRow | undefined {
+  if (r.s_revision === null) return undefined
+  return {
+    taskId,
+    workspaceId,
+    revision: rawInt(r.s_revision),
+    payload: r.s_payload,
+    updatedAt: rawDate(r.s_updatedAt),
+    derivationVersion: rawInt(r.s_derivationVersion),
+    openRequests: rawBool(r.s_openRequests),
+  }
+}
+
+/**
+ * Stored rows as is (payload still canonical JSON), each with its task's open-request flag, one
+ * statement for any number of tasks. Raw: for a page of 500 ids Prisma's query builder costs
+ * more than the primary-key reads.
+ */
+export async function readSummaryRows({ db }: Store, taskIds: readonly string[]): Promise<SummaryReadRow[]> {
   if (taskIds.length === 0) return []
-  const rows = await db.$queryRaw<RawSummaryRow[]>`
-    SELECT "taskId", "workspaceId", "revision", "payload", "updatedAt", "derivationVersion", "feedSequence"
-    FROM "TaskStatusSummary" WHERE "taskId" IN (${Prisma.join([...taskIds])})`
-  return rows.map((r) => ({
-    ...r,
-    updatedAt: rawDate(r.updatedAt),
-    revision: rawInt(r.revision),
-    derivationVersion: rawInt(r.derivationVersion),
-    feedSequence: rawInt(r.feedSequence),
-  }))
+  const rows = await db.$queryRaw<(RawSummaryColumns & { taskId: string; workspaceId: string })[]>`
+    SELECT s."taskId", s."workspaceId", ${SUMMARY_READ_COLUMNS} FROM "TaskStatusSummary" s WHERE s."taskId" IN (${Prisma.join([...taskIds])})`
+  return rows.map((r) => summaryReadRow(r, r.taskId, r.workspaceId)!)
 }
 
 class Rejected extends Error {}

@@ -43,9 +43,10 @@ interface SessionTurns {
  * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
  * costs no statement of its own.
  */
-async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<string, SessionTurns>> {
+async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Promise<Map<string, SessionTurns>> {
   const result = new Map<string, SessionTurns>()
-  if (sessionIds.length === 0) return result
+  if (Array.isArray(sessions) && sessions.length === 0) return result
+  const sessionIds = Array.isArray(sessions) ? Prisma.join(sessions) : sessions
   const rows = await db.$queryRaw<TurnRow[]>`
     SELECT "id", "sessionId", "startedAt", "lifecycleOnly", "promptDispatchPending", "promptDispatchAttempted", "hasMessages",
       "completedAt", "interruption", "queuedPrompts"
@@ -56,7 +57,7 @@ async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<str
         SUM(CASE WHEN t."queuedAt" IS NOT NULL AND t."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY t."sessionId") AS "queuedPrompts",
         ROW_NUMBER() OVER (PARTITION BY t."sessionId" ORDER BY t."startedAt" DESC, t."id" DESC) AS "rank"
       FROM "Turn" t
-      WHERE t."sessionId" IN (${Prisma.join(sessionIds)})
+      WHERE t."sessionId" IN (${sessionIds})
     ) ranked
     WHERE "rank" <= ${RECENT_TURNS}`
   for (const row of rows) {
@@ -80,40 +81,55 @@ async function recentTurns({ db }: Store, sessionIds: string[]): Promise<Map<str
 /**
  * The bounded projection boot and list reads reconcile `pendingAction` from: each task's
  * unresolved permission and clarification rows (an index range per task that holds only open
- * rows), and for the sessions that have one, their state and newest turns, which decide whether
- * the request still counts. Sessions without an open request cannot be pending and are not
- * read. One statement when nothing is open, three otherwise, whatever the history.
+ * rows) with the state of their session, and the newest turns of those sessions, which decide
+ * whether the request still counts. Sessions without an open request cannot be pending and are
+ * not read. Two statements, sent together, whatever the history; callers ask only for tasks that
+ * have an open request (SummaryReadRow.openRequests) or claim a pending action.
  */
 export async function loadPendingInputs(store: Store, taskIds: readonly string[]): Promise<Map<string, SessionObservation[]>> {
   const { db } = store
   const result = new Map<string, SessionObservation[]>()
   if (taskIds.length === 0) return result
+  // The open-request range; the turn read selects its sessions by the same range, so both go out at once.
+  const openRange = Prisma.sql`"Message"."taskId" IN (${Prisma.join([...taskIds])}) AND "Message"."status" = 'PENDING'
+    AND "Message"."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND "Message"."pendingId" IS NOT NULL`
   // Raw: a 500-id list costs Prisma's query builder more than the indexed read itself.
-  const open = await db.$queryRaw<{ taskId: string; sessionId: string; kind: string; pendingId: string | null; status: string | null; turnId: string | null; createdAt: string | Date }[]>`
-    SELECT "taskId", "sessionId", "kind", "pendingId", "status", "turnId", "createdAt" FROM "Message"
-    WHERE "taskId" IN (${Prisma.join([...taskIds])}) AND "status" = 'PENDING' AND "kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION')`
-  const withOpen = open.filter((m) => m.pendingId !== null)
-  if (withOpen.length === 0) return result
-  const sessionIds = [...new Set(withOpen.map((m) => m.sessionId))]
-  const [sessions, turns] = await Promise.all([
-    db.session.findMany({ where: { id: { in: sessionIds } }, select: { id: true, taskId: true, state: true, isPrimary: true, createdAt: true } }),
-    recentTurns(store, sessionIds),
+  const [open, turns] = await Promise.all([
+    db.$queryRaw<
+      {
+        taskId: string
+        sessionId: string
+        kind: string
+        pendingId: string | null
+        status: string | null
+        turnId: string | null
+        createdAt: string | Date
+        sessionState: string
+        sessionIsPrimary: unknown
+        sessionCreatedAt: string | Date
+      }[]
+    >`
+      SELECT "Message"."taskId", "Message"."sessionId", "Message"."kind", "Message"."pendingId", "Message"."status", "Message"."turnId",
+        "Message"."createdAt", s."state" AS "sessionState", s."isPrimary" AS "sessionIsPrimary", s."createdAt" AS "sessionCreatedAt"
+      FROM "Message" JOIN "Session" s ON s."id" = "Message"."sessionId"
+      WHERE ${openRange}`,
+    recentTurns(store, Prisma.sql`SELECT "Message"."sessionId" FROM "Message" WHERE ${openRange}`),
   ])
-  const openBySession = groupBy(withOpen, (m) => m.sessionId)
-  for (const s of sessions) {
+  for (const [sessionId, requests] of groupBy(open, (m) => m.sessionId)) {
+    const s = requests[0]!
     const list = result.get(s.taskId) ?? []
     list.push({
-      id: s.id,
-      state: s.state as SessionState,
-      isPrimary: s.isPrimary,
-      createdAt: s.createdAt,
+      id: sessionId,
+      state: s.sessionState as SessionState,
+      isPrimary: rawBool(s.sessionIsPrimary),
+      createdAt: rawDate(s.sessionCreatedAt),
       activeSubagentCount: 0,
       backgroundWork: false,
       error: null,
       errorClearedStamp: null,
-      recentTurns: turns.get(s.id)?.recent ?? [],
-      queuedPrompts: turns.get(s.id)?.queuedPrompts ?? 0,
-      pendingRequests: (openBySession.get(s.id) ?? []).map(pendingObservation),
+      recentTurns: turns.get(sessionId)?.recent ?? [],
+      queuedPrompts: turns.get(sessionId)?.queuedPrompts ?? 0,
+      pendingRequests: requests.map(pendingObservation),
     })
     result.set(s.taskId, list)
   }

@@ -1,6 +1,9 @@
 import type { Store } from './store.ts'
 import type { TaskRow } from './rows.ts'
 import { allocateFeedPositions, recordTombstone } from './feed.ts'
+import { Prisma } from '../generated/sqlite/client.ts'
+import { rawDate, rawInt } from './raw-values.ts'
+import { SUMMARY_READ_COLUMNS, summaryReadRow, type RawSummaryColumns, type SummaryReadRow } from './summaries.ts'
 
 export interface NewTaskRepository {
   name: string
@@ -46,6 +49,8 @@ export interface TaskListPage {
   /** The position of each task of `tasks`, in the order listed. */
   positions: TaskCursor[]
   hasNextPage: boolean
+  /** With `summaries`: the stored summary row of each listed task that has one. */
+  summaries?: Map<string, SummaryReadRow>
 }
 
 async function stepOfWorkspace({ db }: Store, workspaceId: string, stepId: string | null | undefined) {
@@ -139,77 +144,94 @@ export function findTasks({ db }: Store, ids: readonly string[]) {
   return db.task.findMany({ where: { id: { in: [...ids] } } })
 }
 
-/** One page of a workspace's tasks in `order`, after a position of that order; one extra row tells if more follow. */
+type RawTaskRow = Omit<TaskRow, 'createdAt' | 'updatedAt' | 'lastActivityAt' | 'feedSequence'> & {
+  createdAt: string | number | Date
+  updatedAt: string | number | Date
+  lastActivityAt: string | number | Date
+  feedSequence: number | bigint
+}
+
+const TASK_COLUMNS = Prisma.sql`t."id", t."workspaceId", t."workflowStepId", t."title", t."description", t."createdAt", t."updatedAt",
+  t."lastActivityAt", t."feedSequence"`
+
+function taskRow(r: RawTaskRow): TaskRow {
+  return {
+    id: r.id,
+    workspaceId: r.workspaceId,
+    workflowStepId: r.workflowStepId,
+    title: r.title,
+    description: r.description,
+    createdAt: rawDate(r.createdAt),
+    updatedAt: rawDate(r.updatedAt),
+    lastActivityAt: rawDate(r.lastActivityAt),
+    feedSequence: rawInt(r.feedSequence),
+  }
+}
+
+/**
+ * One page of a workspace's tasks in `order`, after a position of that order; one extra row tells
+ * if more follow. With `summaries` the same statement reads each task's stored summary row and
+ * whether it has an open request (SUMMARY_READ_COLUMNS): a list with its summaries is one
+ * statement, not the page and then its 500 ids again. Raw, each order along its index: Prisma's
+ * builder costs more than the read for a 500-row page.
+ */
 export async function listTasks(
-  store: Store,
+  { db }: Store,
   workspaceId: string,
   first: number,
   order: TaskOrder = 'LAST_ACTIVITY',
   after?: TaskCursor,
+  options: { summaries?: boolean } = {},
 ): Promise<TaskListPage> {
   if (after && after.order !== order) throw new Error(`a ${after.order} position cannot continue a ${order} list`)
-  if (order === 'NEEDS_ATTENTION') return needsAttentionPage(store, workspaceId, first, after as Extract<TaskCursor, { order: 'NEEDS_ATTENTION' }>)
-  const { db } = store
-  const rows =
-    order === 'CREATED'
-      ? await db.task.findMany({
-          where: { workspaceId, ...(after?.order === 'CREATED' && keysetAfter('createdAt', after.createdAt, after.id)) },
-          orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-          take: first + 1,
-        })
-      : await db.task.findMany({
-          where: { workspaceId, ...(after?.order === 'LAST_ACTIVITY' && keysetAfter('lastActivityAt', after.lastActivityAt, after.id)) },
-          orderBy: [{ lastActivityAt: 'desc' }, { id: 'desc' }],
-          take: first + 1,
-        })
-  const tasks = rows.slice(0, first)
-  const positions = tasks.map(
-    (t): TaskCursor =>
-      order === 'CREATED'
-        ? { order, createdAt: t.createdAt, id: t.id }
-        : { order: 'LAST_ACTIVITY', lastActivityAt: t.lastActivityAt, id: t.id },
-  )
-  return { tasks, positions, hasNextPage: rows.length > first }
-}
-
-/** After (time, id) in a (time desc, id desc) order. */
-function keysetAfter(column: 'createdAt' | 'lastActivityAt', at: Date, id: string) {
-  return { OR: [{ [column]: { lt: at } }, { [column]: at, id: { lt: id } }] }
-}
-
-/**
- * NEEDS_ATTENTION reads the order columns the projector stores with each summary: waiting on the
- * user first (oldest waitingSince first), then an activeError, then the rest by activity. Never
- * derived from history here. A task whose summary row is missing is not listed: callers create
- * the missing rows first (Projector.ensureWorkspaceRows).
- */
-async function needsAttentionPage(
-  { db }: Store,
-  workspaceId: string,
-  first: number,
-  after?: Extract<TaskCursor, { order: 'NEEDS_ATTENTION' }>,
-): Promise<TaskListPage> {
-  const rows = await db.taskStatusSummary.findMany({
-    where: {
-      workspaceId,
-      ...(after && {
-        OR: [
-          { attentionRank: { gt: after.rank } },
-          { attentionRank: after.rank, attentionKey: { gt: after.key } },
-          { attentionRank: after.rank, attentionKey: after.key, taskId: { lt: after.id } },
-        ],
-      }),
-    },
-    orderBy: [{ attentionRank: 'asc' }, { attentionKey: 'asc' }, { taskId: 'desc' }],
-    take: first + 1,
-    select: { attentionRank: true, attentionKey: true, task: true },
-  })
-  const page = rows.slice(0, first)
-  return {
-    tasks: page.map((r) => r.task),
-    positions: page.map((r): TaskCursor => ({ order: 'NEEDS_ATTENTION', rank: r.attentionRank, key: r.attentionKey, id: r.task.id })),
-    hasNextPage: rows.length > first,
+  const summaryColumns = options.summaries ? Prisma.sql`, ${SUMMARY_READ_COLUMNS}` : Prisma.empty
+  let rows: (RawTaskRow & Partial<RawSummaryColumns> & { s_attentionRank?: number | bigint; s_attentionKey?: number })[]
+  if (order === 'NEEDS_ATTENTION') {
+    // A task whose summary row is missing is not listed: callers create the missing rows first (Projector.ensureWorkspaceRows).
+    const keyset =
+      after?.order === 'NEEDS_ATTENTION'
+        ? Prisma.sql`AND (s."attentionRank" > ${after.rank} OR (s."attentionRank" = ${after.rank} AND s."attentionKey" > ${after.key})
+            OR (s."attentionRank" = ${after.rank} AND s."attentionKey" = ${after.key} AND s."taskId" < ${after.id}))`
+        : Prisma.empty
+    rows = await db.$queryRaw`
+      SELECT ${TASK_COLUMNS}, s."attentionRank" AS "s_attentionRank", s."attentionKey" AS "s_attentionKey" ${summaryColumns}
+      FROM "TaskStatusSummary" s JOIN "Task" t ON t."id" = s."taskId"
+      WHERE s."workspaceId" = ${workspaceId} ${keyset}
+      ORDER BY s."attentionRank" ASC, s."attentionKey" ASC, s."taskId" DESC
+      LIMIT ${first + 1}`
+  } else {
+    const join = options.summaries ? Prisma.sql`LEFT JOIN "TaskStatusSummary" s ON s."taskId" = t."id"` : Prisma.empty
+    // After (time, id) in a (time desc, id desc) order.
+    const keyset =
+      after?.order === 'CREATED'
+        ? Prisma.sql`AND (t."createdAt" < ${after.createdAt} OR (t."createdAt" = ${after.createdAt} AND t."id" < ${after.id}))`
+        : after?.order === 'LAST_ACTIVITY'
+          ? Prisma.sql`AND (t."lastActivityAt" < ${after.lastActivityAt} OR (t."lastActivityAt" = ${after.lastActivityAt} AND t."id" < ${after.id}))`
+          : Prisma.empty
+    const orderBy = order === 'CREATED' ? Prisma.sql`t."createdAt" DESC, t."id" DESC` : Prisma.sql`t."lastActivityAt" DESC, t."id" DESC`
+    rows = await db.$queryRaw`
+      SELECT ${TASK_COLUMNS} ${summaryColumns}
+      FROM "Task" t ${join}
+      WHERE t."workspaceId" = ${workspaceId} ${keyset}
+      ORDER BY ${orderBy}
+      LIMIT ${first + 1}`
   }
+  const page = rows.slice(0, first)
+  const tasks = page.map(taskRow)
+  const positions = page.map((r, i): TaskCursor => {
+    const t = tasks[i]!
+    if (order === 'NEEDS_ATTENTION') return { order, rank: rawInt(r.s_attentionRank!), key: Number(r.s_attentionKey), id: t.id }
+    return order === 'CREATED' ? { order, createdAt: t.createdAt, id: t.id } : { order, lastActivityAt: t.lastActivityAt, id: t.id }
+  })
+  const result: TaskListPage = { tasks, positions, hasNextPage: rows.length > first }
+  if (options.summaries) {
+    result.summaries = new Map()
+    page.forEach((r, i) => {
+      const summary = summaryReadRow(r as RawSummaryColumns, tasks[i]!.id, tasks[i]!.workspaceId)
+      if (summary) result.summaries!.set(summary.taskId, summary)
+    })
+  }
+  return result
 }
 
 /** Tasks of the workspace that have no stored summary yet (normally none: the projector writes one per task). */

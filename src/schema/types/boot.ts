@@ -14,7 +14,7 @@ const BootStateRef = builder.objectRef<{ workspace: WorkspaceRow; serverTime: Da
     tasks: t.field({
       type: TaskConnectionRef,
       args: { first: t.arg.int({ defaultValue: 100 }), after: t.arg.string() },
-      resolve: (boot, args, ctx) => taskPage(ctx, boot.workspace.id, args.first ?? 100, args.after),
+      resolve: (boot, args, ctx, info) => taskPage(ctx, info, boot.workspace.id, args.first ?? 100, args.after),
     }),
     serverTime: t.expose('serverTime', { type: 'DateTime' }),
     feedCursor: t.exposeString('feedCursor', {

@@ -178,7 +178,11 @@ builder.objectField(TaskRef, 'statusSummary', (t) =>
     type: TaskStatusSummaryRef,
     nullable: true,
     description: 'Bounded runtime facts for task switchers. Null only while a summary has never been derivable.',
-    resolve: (task, _args, ctx) => ctx.loaders.statusSummary.load(task.id),
+    resolve: (task, _args, ctx) => {
+      // A list that read its page's summaries (taskPage) hands them over with no promise.
+      const known = ctx.loaders.knownSummaries.get(task.id)
+      return known !== undefined ? known : ctx.loaders.statusSummary.load(task.id)
+    },
   }),
 )
 

@@ -8,6 +8,10 @@ import type { NewTaskRepository, TaskOrder } from '../../store/tasks.ts'
 import type { TaskRepositoryRow, TaskRow } from '../../store/rows.ts'
 import { checkLocalPath } from '../../git/repository-roots.ts'
 import type { Context } from '../context.ts'
+import { selectsPath } from '../lookahead.ts'
+import type { SummaryReadRow } from '../../store/summaries.ts'
+import type { StoredSummary } from '../../summary/types.ts'
+import type { GraphQLResolveInfo } from 'graphql'
 
 export const MAX_TASKS_PAGE = 500
 const MAX_TITLE = 500
@@ -85,16 +89,42 @@ export const TaskConnectionRef = builder.objectRef<TaskPage>('TaskConnection').i
   }),
 })
 
-/** Shared by Query.tasks and BootState.tasks (always the default order): validated arguments, one page, no per-task query. */
-export async function taskPage(ctx: Context, workspaceId: string, first: number, after: string | null | undefined, order: TaskOrder = 'LAST_ACTIVITY'): Promise<TaskPage> {
+/**
+ * Shared by Query.tasks and BootState.tasks (always the default order): validated arguments, one
+ * page, no per-task query. When the selection asks for the tasks' statusSummary, the page's
+ * statement reads the stored summaries too and the loader is primed with them, reconciled.
+ */
+export async function taskPage(
+  ctx: Context,
+  info: GraphQLResolveInfo,
+  workspaceId: string,
+  first: number,
+  after: string | null | undefined,
+  order: TaskOrder = 'LAST_ACTIVITY',
+): Promise<TaskPage> {
   intInRange('first', first, 0, MAX_TASKS_PAGE)
   const cursor = after ? decodeTaskCursor(after, order) : undefined
   await requireWorkspaceMember(ctx, workspaceId)
   // The attention order is read from the stored summaries: a task without one yet gets it first.
   if (order === 'NEEDS_ATTENTION') await ctx.projector.ensureWorkspaceRows(workspaceId)
-  const page = await listTasks(ctx.store, workspaceId, first, order, cursor)
+  const summaries = selectsPath(info, ['edges', 'node', 'statusSummary'])
+  const page = await listTasks(ctx.store, workspaceId, first, order, cursor, { summaries })
   for (const task of page.tasks) ctx.loaders.task.prime(task.id, task)
+  if (page.summaries) await primeSummaries(ctx, page.tasks, page.summaries)
   return { edges: page.tasks.map((task, i) => ({ task, cursor: encodeTaskCursor(page.positions[i]!) })), hasNextPage: page.hasNextPage }
+}
+
+async function primeSummaries(ctx: Context, tasks: TaskRow[], rows: Map<string, SummaryReadRow>) {
+  const ids = tasks.map((t) => t.id)
+  let summaries: Map<string, StoredSummary>
+  try {
+    summaries = await ctx.projector.reconcile(ids, [...rows.values()])
+  } catch (error) {
+    // Each statusSummary then loads its own, as it would without the page's rows (and fails or not alike).
+    ctx.logger.warn({ err: error }, 'reading the page summaries failed; each summary is loaded on its own')
+    return
+  }
+  for (const id of ids) ctx.loaders.knownSummaries.set(id, summaries.get(id) ?? null)
 }
 
 builder.queryFields((t) => ({
@@ -114,7 +144,7 @@ builder.queryFields((t) => ({
       after: t.arg.string(),
       orderBy: t.arg({ type: TaskOrderEnum, defaultValue: 'LAST_ACTIVITY', description: '(v1.3)' }),
     },
-    resolve: (_root, args, ctx) => taskPage(ctx, args.workspaceId, args.first ?? 100, args.after, args.orderBy ?? 'LAST_ACTIVITY'),
+    resolve: (_root, args, ctx, info) => taskPage(ctx, info, args.workspaceId, args.first ?? 100, args.after, args.orderBy ?? 'LAST_ACTIVITY'),
   }),
 }))
 
