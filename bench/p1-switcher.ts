@@ -96,14 +96,14 @@ try {
     rows: [
       { metric: `bytes received per summary revision, ${FEED} only`, value: perRevision, unit: 'B', goal: '≤ 1024 B', met: perRevision <= 1024 },
       {
-        metric: `bytes received, ${FEED} only (${revisions} revisions) (bytes ratio)`,
+        metric: `bytes received, ${FEED} only, ${revisions} revisions (bytes ratio)`,
         value: switcher.tally.bytes / 1024,
         unit: 'KiB',
         baseline: { label: baselineLabel, value: everything.tally.bytes / 1024 },
         goal: '≥ 30× less',
         met: byteRatio >= 30,
       },
-      { metric: `WebSocket frames received, ${FEED} only (frames ratio)`, value: switcher.tally.frames, unit: 'frames', baseline: { label: baselineLabel, value: everything.tally.frames } },
+      { metric: `frames received, ${FEED} only (frames ratio)`, value: switcher.tally.frames, unit: 'frames', baseline: { label: baselineLabel, value: everything.tally.frames } },
     ],
     notes: [
       `Both clients send the SDK's operations (src/client/operations, as the page sends them through the SDK): ClientBoot, then ${FEED}(workspaceId, after: boot.feedCursor); the baseline adds ${SESSION}(sessionId) for every streaming session. Counted: every WebSocket message either client receives from the moment all subscriptions are live (the server's keepalive pings included) until the streams settle; the boot response and the SessionJoined snapshots are before it.`,
