@@ -6,10 +6,10 @@ import WebSocket from 'ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
+import { manualTimers } from '../support/manual-timers.ts'
 import { eventually } from '../support/wait.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
 import { OPERATION_LIMITS } from '../../src/server/operation-limits.ts'
-import type { Scheduler } from '../../src/util/scheduler.ts'
 
 type LogLine = { level: number; action?: string; client?: string; code?: number; reason?: string; [key: string]: unknown }
 
@@ -25,33 +25,6 @@ function capturedLogger() {
     },
   })
   return { logger: pino({ level: 'info' }, stream), lines, raw }
-}
-
-/** Timers that move only when the test says so (the gateway's keepalive runs on them). */
-function manualTimers() {
-  let now = 0
-  let nextId = 0
-  const pending = new Map<number, { at: number; fn: () => void }>()
-  const timers: Scheduler = {
-    setTimeout(fn, ms) {
-      pending.set(++nextId, { at: now + ms, fn })
-      return nextId
-    },
-    clearTimeout: (id) => void pending.delete(id as number),
-  }
-  /** Moves the clock by `ms`, firing every timer due on the way in order, those set meanwhile included. */
-  const advance = (ms: number) => {
-    const until = now + ms
-    for (;;) {
-      const next = [...pending].filter(([, t]) => t.at <= until).sort(([, a], [, b]) => a.at - b.at)[0]
-      if (!next) break
-      pending.delete(next[0])
-      now = next[1].at
-      next[1].fn()
-    }
-    now = until
-  }
-  return { timers, advance }
 }
 
 /** A WebSocket on /graphql speaking graphql-transport-ws by hand, so it can misbehave. */

@@ -1,29 +1,9 @@
 // PeriodicSweep on an injected clock: one timer for every member, each visited once a period.
 import { describe, expect, it } from 'vitest'
 import { PeriodicSweep } from '../../src/util/periodic-sweep.ts'
-import type { Scheduler } from '../../src/util/scheduler.ts'
+import { manualTimers } from '../support/manual-timers.ts'
 
-function clock() {
-  let now = 0
-  let id = 0
-  const pending = new Map<number, { at: number; fn: () => void }>()
-  const timers: Scheduler = {
-    setTimeout: (fn, ms) => (pending.set(++id, { at: now + ms, fn }), id),
-    clearTimeout: (handle) => void pending.delete(handle as number),
-  }
-  const advance = (ms: number) => {
-    const until = now + ms
-    for (;;) {
-      const next = [...pending].filter(([, t]) => t.at <= until).sort(([, a], [, b]) => a.at - b.at)[0]
-      if (!next) break
-      pending.delete(next[0])
-      now = next[1].at
-      next[1].fn()
-    }
-    now = until
-  }
-  return { timers, advance, get now() { return now }, get timerCount() { return pending.size } }
-}
+const clock = manualTimers
 
 const rethrow = (error: unknown) => {
   throw error
@@ -38,7 +18,7 @@ describe('PeriodicSweep', () => {
     c.advance(300)
     sweep.add('b')
     for (let i = 0; i < 10; i++) sweep.add(`m${i}`) // joined together, visited together
-    expect(c.timerCount).toBe(1)
+    expect(c.pendingCount).toBe(1)
     c.advance(3 * 800)
     const of = (m: string) => visits.filter((v) => v.member === m).map((v) => v.at)
     expect(of('a')).toEqual([800, 1600, 2400])
@@ -59,12 +39,12 @@ describe('PeriodicSweep', () => {
     expect(visited).toEqual(['b'])
     sweep.delete('b')
     expect(sweep.size).toBe(0)
-    expect(c.timerCount).toBe(0)
+    expect(c.pendingCount).toBe(0)
     sweep.add('c')
     c.advance(800)
     expect(visited).toEqual(['b', 'c'])
     sweep.clear()
-    expect(c.timerCount).toBe(0)
+    expect(c.pendingCount).toBe(0)
   })
 
   it('a member may delete itself during its visit; a visit that throws is reported and the others are visited all the same', () => {
