@@ -11,6 +11,7 @@ import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
 import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
 import { errorCodesPlugin, maskError } from './error-codes.ts'
 import { useAccessEnforcement } from './use-access-enforcement.ts'
+import { jitQueries } from './jit-queries.ts'
 import { stringInputPlugin } from './string-input.ts'
 import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
 
@@ -58,6 +59,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
       ...(services.rateLimits ? [rateLimitPlugin(services.rateLimits)] : []),
       graphiqlAssetsPlugin(),
       useAccessEnforcement(),
+      // Last: the operation has passed every check above before it is compiled.
+      jitQueries(),
     ],
   })
 }
