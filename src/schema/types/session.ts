@@ -97,7 +97,13 @@ export const MessageRef = builder.objectRef<MessageValue>('Message').implement({
     turnId: t.exposeID('turnId', { nullable: true }),
     author: t.field({ type: MessageAuthorEnum, resolve: (m) => m.author as (typeof MessageAuthorEnum)['$inferType'] }),
     kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
-    content: t.string({ resolve: (m, _args, ctx) => contentOf(ctx.store, m) }),
+    content: t.string({
+      resolve: (m, _args, ctx) => {
+        // A streamed update that carries the whole content is never sliced (message-append.ts).
+        if (ctx.deliveryTag?.frameClass === 'replaceable' && ctx.deliveryTag.stream) ctx.deliveryTag.stream.withContent = true
+        return contentOf(ctx.store, m)
+      },
+    }),
     status: t.exposeString('status', {
       nullable: true,
       description:
