@@ -150,7 +150,8 @@ export class TaskClientImpl implements TaskClient {
   private readonly batch = new FrameBatch()
   private frameRequested = false
   private readonly rowReads = new Set<string>()
-  private readonly sessionRefetches = new Set<string>()
+  /** Session reads in flight; `again`: a gap arrived meanwhile, so read once more after this one. */
+  private readonly sessionRefetches = new Map<string, { again: boolean }>()
   /** Pending sleeps (backoff between attempts), resolved at dispose. */
   private readonly sleeps = new Map<unknown, () => void>()
 
@@ -462,7 +463,7 @@ export class TaskClientImpl implements TaskClient {
     const state = () => this.sessions.getState()
     switch (event.__typename) {
       case 'MessageUpdated':
-        this.batch.add(event.message)
+        this.batch.add({ message: event.message, append: event.append })
         this.requestFlush()
         return
       case 'MessageAdded':
@@ -502,23 +503,38 @@ export class TaskClientImpl implements TaskClient {
     })
   }
 
-  /** The frame's MessageUpdated payloads, newest per message, in one store transaction. */
+  /**
+   * The frame's MessageUpdated payloads in one store transaction: appends applied by offset; a
+   * session with a gap (an append that does not continue the copy, a null append) is read again.
+   */
   private flush() {
     if (this.batch.size === 0) return
-    this.sessions.setState(applyMessageUpdates(this.sessions.getState(), this.batch.take()), true)
+    const { state, gaps } = applyMessageUpdates(this.sessions.getState(), this.batch.take())
+    this.sessions.setState(state, true)
+    for (const sessionId of gaps) this.refetchSession(sessionId)
   }
 
   private refetchSession(sessionId: string) {
-    if (this.sessionRefetches.has(sessionId)) return
-    this.sessionRefetches.add(sessionId)
+    const inFlight = this.sessionRefetches.get(sessionId)
+    if (inFlight) {
+      // What that read returns may predate this gap: one more read after it.
+      inFlight.again = true
+      return
+    }
+    const read = { again: false }
+    this.sessionRefetches.set(sessionId, read)
     this.query(ClientSessionMessagesDocument, { id: sessionId, last: RESYNC_LAST })
       .then(({ session }) => {
-        if (!session || !this.sessionRefetches.has(sessionId) || this.disposed) return
+        if (!session || this.sessionRefetches.get(sessionId) !== read || this.disposed) return
         this.flush()
         this.sessions.setState(replaceTranscript(this.sessions.getState(), sessionId, session, session.messages, false), true)
       })
       .catch(() => undefined)
-      .finally(() => this.sessionRefetches.delete(sessionId))
+      .finally(() => {
+        if (this.sessionRefetches.get(sessionId) !== read) return
+        this.sessionRefetches.delete(sessionId)
+        if (read.again && !this.disposed && this.visible.has(sessionId)) this.refetchSession(sessionId)
+      })
   }
 
   async loadTaskSessions(taskId: string): Promise<SessionInfo[]> {

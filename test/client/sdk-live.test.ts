@@ -7,7 +7,8 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { http, ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
-import { CreateTaskDocument, StartSessionDocument, UpdateTaskDocument } from '../generated/graphql.ts'
+import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, UpdateTaskDocument } from '../generated/graphql.ts'
+import { randomUUID } from 'node:crypto'
 
 interface Frame {
   type: string
@@ -124,4 +125,25 @@ describe('the client SDK against a listening server (sqlite)', () => {
     await eventually(() => server.gateway.tableSizes().connections === 0)
     expect(server.gateway.tableSizes()).toMatchObject({ subscriptions: 0, memberships: 0 })
   })
+
+  it('follows a large streamed message by its appends (16 KiB slices sharing versions) to the stored content, byte for byte', async () => {
+    const reader = createTaskClient({ url: server.graphqlUrl, token, webSocketImpl: WebSocket, random: () => 0 })
+    try {
+      const taskId = taskIds[0]!
+      const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+      reader.setVisibleSessions([sessionId])
+      await eventually(() => reader.sessions.getState().byId[sessionId]?.joined)
+      const count = 30_000
+      const script = JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }] })
+      await ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: script } })
+      await sessionSettled(server, sessionId)
+      const streamed = Array.from({ length: count }, (_, i) => `${i};`).join('')
+      await eventually(() => Object.values(reader.sessions.getState().byId[sessionId]!.messages).some((m) => m.content === streamed))
+      // Every message the SDK holds is the stored one (the tool call's update is a null append: read).
+      const stored = (await http(server.graphqlUrl, token, ClientSessionMessagesDocument, { id: sessionId, last: 100 })).data!.session!.messages
+      await eventually(() => stored.every((m) => reader.sessions.getState().byId[sessionId]!.messages[m.id]?.content === m.content))
+    } finally {
+      reader.dispose()
+    }
+  }, 60_000)
 })
