@@ -28,9 +28,9 @@ const WARMUP_REQUESTS = 25
 const WARMUP_CHUNKS = 1_000
 
 /**
- * The two ways to follow a session. `append` (contract v1.2): MessageUpdated carries only what
- * each update appended, so a frame is what the reader has not seen yet. `content` (what the
- * page's SDK selects today): every update carries the whole message, ~170 KB at the end of a
+ * The two ways to follow a session. `append` (contract v1.2; what the page's SDK selects): MessageUpdated
+ * carries only what each update appended, in slices of at most 16 KiB (v1.3), so a frame is what the
+ * reader has not seen yet. `content` (a v1.1 client): every update carries the whole message, ~170 KB at the end of a
  * 30,000-chunk stream, 0.7 s of this reader; a frame is one WebSocket message, so a response
  * written after it waits for all of it whatever the scheduling.
  */
@@ -208,9 +208,9 @@ report({
       `${DEFAULT_LIMITS.sendWindow?.targetDelayMs ?? "(no window)"} ms (it stood at ${settled(lanes.append)} with appends, ${settled(lanes.content)} with whole content, ` +
       `50 requests into the flood), plus at most one frame already written, plus the reader's own pause (its token bucket waits out each read that overdraws it).`,
     `Appends: the mock agent writes the stream in bursts far above this reader's pace, so a coalescing window's append (merged with any the ` +
-      `reader has not taken yet) is large: the largest frame, ${kib(lanes.append.largestFrame)}, alone takes this reader ${readMs(lanes.append.largestFrame)} ms, ` +
-      `and a response written just after it waits that long (p99 ${ms(lanes.append, 0.99).toFixed(0)} ms). The frame cannot be cut into smaller ` +
-      `appends: each MessageUpdated carries its message's version, and clients keep the highest, so a second slice of one version would be dropped.`,
+      `reader has not taken yet) is large; it goes out in slices of at most 16 KiB of text (contract v1.3: slices may share a version, clients ` +
+      `apply them by offset), one per turn of the lane, so a response waits for at most one slice: the largest frame, ` +
+      `${kib(lanes.append.largestFrame)}, takes this reader ${readMs(lanes.append.largestFrame)} ms (p99 ${ms(lanes.append, 0.99).toFixed(0)} ms).`,
     `Whole content: every update is the whole message, so the reader falls behind; the lanes replace undelivered updates, but a response written ` +
       `after a frame waits for all of it (largest frame ÷ 256 KB/s). Plain FIFO: a response waits behind every update queued before it, in the ` +
       `process and in the kernel's socket buffers (several MB on loopback).`,

@@ -208,14 +208,20 @@ function follower(mode: Mode, wsUrl: string, sessionId: string) {
     const { message, append } = event as Extract<Event, { __typename: 'MessageUpdated' }>
     stats.updates++
     const mine = local.get(message.id)
-    // Already holds this version or a newer one (a refetch answer overtook the frame).
-    if (mine && message.version <= mine.version) stats.stale++
-    else if (mode === 'content') local.set(message.id, { version: message.version, content: message.content!, status: message.status })
-    else if (append && mine && append.offset <= mine.content.length) {
+    if (mode === 'content') {
+      // Already holds this version or a newer one (a refetch answer overtook the frame).
+      if (mine && message.version <= mine.version) stats.stale++
+      else local.set(message.id, { version: message.version, content: message.content!, status: message.status })
+    } else if (append && mine && append.offset === mine.content.length) {
+      // Contract v1.3: applied at the length held whatever the version (16 KiB slices share one).
       stats.appends++
-      local.set(message.id, { version: message.version, content: mine.content.slice(0, append.offset) + append.text, status: message.status })
-    } else if (append && mine) throw new Error(`append at ${append.offset} leaves a gap after local content of length ${mine.content.length}`)
-    // The contract's answer to a null append: read message.content (its bytes count like any other).
+      const status = message.version >= mine.version ? message.status : mine.status
+      local.set(message.id, { version: Math.max(message.version, mine.version), content: mine.content + append.text, status })
+    } else if (append && mine && append.offset + append.text.length <= mine.content.length) stats.stale++ // in a refetch answer already
+    else if (append && mine && append.offset > mine.content.length) throw new Error(`append at ${append.offset} leaves a gap after local content of length ${mine.content.length}`)
+    else if (!append && mine && message.version <= mine.version) stats.stale++
+    // The contract's answer to a null append (or an append across the end of a newer read): read
+    // message.content (its bytes count like any other).
     else await refetch(message.id)
   }
   // One event at a time, in order: frames behind a refetch wait for its answer, as in a real client.
