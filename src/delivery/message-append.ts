@@ -24,6 +24,23 @@ export const TRACKED_MESSAGES = 32
 export const APPEND_SLICE_BYTES = 16 * 1024
 
 /**
+ * The least text of a slice cut to fit the send window: below it a frame's own fields (~0.5 KB)
+ * would cost more than the text, and a nearly full window would be filled by frames of a few bytes.
+ */
+export const MIN_SLICE_BYTES = 2 * 1024
+
+/**
+ * The text bound of the next slice of a frame whose other bytes (JSON envelope, message fields)
+ * are `envelope`, when the send window takes `room` more bytes (undefined: no window): the
+ * slice fills the window, between MIN_SLICE_BYTES and APPEND_SLICE_BYTES. A slow reader gets
+ * smaller slices, so that a response written after one waits about the window, not 16 KiB.
+ */
+export function sliceBound(room: number | undefined, envelope: number): number {
+  if (room === undefined) return APPEND_SLICE_BYTES
+  return Math.min(APPEND_SLICE_BYTES, Math.max(MIN_SLICE_BYTES, room - envelope))
+}
+
+/**
  * How many UTF-16 code units of `text`, from its start, encode in at most `maxBytes` of UTF-8,
  * never ending between the two halves of a surrogate pair (a lone surrogate counts as U+FFFD,
  * 3 bytes, as the wire encodes it). At least one code point, so that a cut always progresses.
@@ -148,6 +165,11 @@ export interface StreamTag {
   parsed?: { payload?: { data?: unknown } }
 }
 
+/** The frame's length without its append's text: about the bytes every slice of it carries besides text. */
+function envelopeOf(frame: string, tag: StreamTag): number {
+  return frame.length - (tag.append?.text.length ?? 0)
+}
+
 export function streamTag(messageId: string, version: number, append: Append | null, chain: AppendChain): StreamTag {
   return { messageId, version, append, chain, appendPaths: [], leaves: [], withContent: false }
 }
@@ -155,9 +177,10 @@ export function streamTag(messageId: string, version: number, append: Append | n
 /**
  * The replaceable entry of one serialized MessageUpdated frame. Merges are kept structured and
  * the frame is re-serialized when written (JSON.parse / stringify only for a frame whose append
- * changed). An append of more than APPEND_SLICE_BYTES is written in slices, one per turn of the
- * lane, each a copy of the frame (the same `message`: slices share its version) with its part of
- * the text; the unsent rest stays queued, and a newer update of the message merges into it.
+ * changed). An append of more than APPEND_SLICE_BYTES (or than the send window's room, see
+ * sliceBound) is written in slices, one per turn of the lane, each a copy of the frame (the same
+ * `message`: slices share its version) with its part of the text; the unsent rest stays queued,
+ * and a newer update of the message merges into it.
  */
 class StreamFrame implements ReplaceableFrame {
   constructor(
@@ -166,16 +189,20 @@ class StreamFrame implements ReplaceableFrame {
     readonly append: Append | null,
   ) {}
 
-  take(): { frame: string; rest?: ReplaceableFrame } {
+  take(room?: number): { frame: string; rest?: ReplaceableFrame } {
     const append = this.append
     // No `append` in the selection: the frame as serialized (the newest one absorbed the others).
     if (this.tag.appendPaths.length === 0) return { frame: this.frame }
     const unchanged = append === this.tag.append
     if (append === null) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, null) }
-    const { head, rest } = sliceAppend(append)
+    // The frame carries the whole content already: it is the client's copy, never sliced; its
+    // append only within the contract's bound.
+    if (this.tag.withContent) {
+      if (sliceAppend(append).rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, append) }
+      return { frame: patchAppend(this.frame, this.tag, null) }
+    }
+    const { head, rest } = sliceAppend(append, sliceBound(room, envelopeOf(this.frame, this.tag)))
     if (rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, head) }
-    // The frame carries the whole content already: it is the client's copy, no slices of it.
-    if (this.tag.withContent) return { frame: patchAppend(this.frame, this.tag, null) }
     return { frame: patchAppend(this.frame, this.tag, head), rest: this.#with(rest) }
   }
 

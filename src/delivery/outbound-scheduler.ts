@@ -7,7 +7,7 @@
  * - replaceable: MessageUpdated, keyed by session + message; a newer update replaces the queued
  *   one in place (a frame may absorb the one it replaces: `ReplaceableFrame.supersede`). A frame
  *   may be written in parts, one per turn (`ReplaceableFrame.take`: an append of more than 16 KiB
- *   of text), its unsent rest queued in its place. Bounded
+ *   of text, or more than the send window takes), its unsent rest queued in its place. Bounded
  *   per session and per connection; a session over its allowance loses its own oldest entry,
  *   never another session's (the entry hears of it: `evicted`). Sessions are served round-robin.
  * A semantic frame of a session is a barrier: that session's replaceables queued before it are
@@ -93,9 +93,11 @@ export interface ReplaceableFrame {
    * The frame to write now. A frame written in parts returns its first part and the `rest`, which
    * stays queued under the same key, in the same place: its next part goes out on a later turn of
    * the lane (so control frames and other sessions go in between), and a newer update of the key
-   * supersedes the rest.
+   * supersedes the rest. `room`: the bytes the send window still takes (absent: no window), a hint
+   * for the size of a part, so that what a control frame written next waits behind stays about
+   * the window.
    */
-  take(): { frame: Frame; rest?: ReplaceableFrame }
+  take(room?: number): { frame: Frame; rest?: ReplaceableFrame }
   /** Replaces the undelivered `previous` of the same key: returns what is queued instead (default: this frame). */
   supersede?(previous: ReplaceableFrame): ReplaceableFrame
   /** Dropped unsent to make room: the next frame of its key follows a gap. */
@@ -343,7 +345,7 @@ export class OutboundScheduler {
     if (oldest.done) return undefined
     const [key, entry] = oldest.value
     if (entry.after > lane.semanticWritten) return undefined
-    const { frame, rest } = entry.frame.take()
+    const { frame, rest } = entry.frame.take(this.#window?.room)
     if (rest) {
       // Written in parts: the rest keeps its place (and its barrier) for a later turn.
       entry.frame = rest

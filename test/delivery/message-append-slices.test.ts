@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { APPEND_SLICE_BYTES, AppendChain, sliceAppend, streamFrame, streamTag, utf8Cut, type Append } from '../../src/delivery/message-append.ts'
+import { APPEND_SLICE_BYTES, AppendChain, MIN_SLICE_BYTES, sliceAppend, sliceBound, streamFrame, streamTag, utf8Cut, type Append } from '../../src/delivery/message-append.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { simulatedPeer } from '../support/simulated-peer.ts'
 
 const MAX = APPEND_SLICE_BYTES
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8')
@@ -67,6 +68,14 @@ describe('slicing an append at 16 KiB of UTF-8', () => {
   it('a bound smaller than one character still progresses by one code point', () => {
     expect(utf8Cut(PAIR + 'a', 1)).toBe(2)
     expect(utf8Cut('€a', 2)).toBe(1)
+  })
+
+  it("a slice fills the send window's room (less the frame's other bytes), never below 2 KiB nor above 16 KiB", () => {
+    expect(sliceBound(undefined, 500)).toBe(MAX) // no window
+    expect(sliceBound(4_000, 500)).toBe(3_500)
+    expect(sliceBound(2_000, 500)).toBe(MIN_SLICE_BYTES) // a nearly full window: no frame of a few bytes
+    expect(sliceBound(0, 500)).toBe(MIN_SLICE_BYTES)
+    expect(sliceBound(1_000_000, 500)).toBe(MAX) // a fast reader: the contract's bound
   })
 })
 
@@ -277,5 +286,65 @@ describe('appends over 16 KiB in the replaceable lane', () => {
     s.drainAll()
     expect(rebuild(s.written, '')).toBe('f'.repeat(2 * MAX + 5))
     expect(s.written).toHaveLength(3)
+  })
+})
+
+describe('slices cut to the send window', () => {
+  const CONTROL = /^\{"id":"q(\d+)"/
+
+  /**
+   * A stream in bursts far above a 256 KB/s reader's pace (20,000 characters, ~40 KB of UTF-8, every
+   * 100 ms for 1 s)
+   * and a response every 20 ms, on a simulated clock; returns how long each response waited between
+   * written and read, and the stream frames as read.
+   */
+  function streamTo(peer: ReturnType<typeof simulatedPeer>, scheduler: OutboundScheduler) {
+    const sub = subscription(scheduler)
+    sub.chain.seed('m1', 1, 0)
+    let offset = 0
+    let version = 1
+    let sent = ''
+    for (let t = 0; t < 4_000; t++) {
+      if (t % 100 === 0 && t < 1_000) {
+        const text = `${t};`.padEnd(20_000, 'é€a')
+        sub.publish(++version, { offset, text })
+        offset += text.length
+        sent += text
+      }
+      if (t % 20 === 0) scheduler.enqueueControl(`{"id":"q${t}","type":"next","payload":{"data":{"task":null}}}`)
+      peer.tick(scheduler)
+    }
+    const waits = peer.read.filter((r) => CONTROL.test(r.frame)).map((r) => r.readAt - r.writtenAt)
+    const frames = peer.read.filter((r) => !CONTROL.test(r.frame)).map((r) => r.frame)
+    return { waits, frames, sent }
+  }
+
+  it('GIVEN a 256 KB/s reader, WHEN a large append streams, THEN slices fit the window (≥ 2 KiB), so every response is read within about the window delay, and the slices rebuild the text', () => {
+    const peer = simulatedPeer(256)
+    const scheduler = new OutboundScheduler(peer.socket, DEFAULT_LIMITS, {}, peer.clock)
+    const { waits, frames, sent } = streamTo(peer, scheduler)
+    const window = DEFAULT_LIMITS.sendWindow!
+    // 256 B/ms × 20 ms is about 5 KB: the window stays near its floor.
+    expect(scheduler.window!.size).toBeLessThan(2 * 256 * window.targetDelayMs)
+    // Each slice is what the window had room for, at least MIN_SLICE_BYTES: never a 16 KiB slice here.
+    const slices = frames.map((f) => Buffer.byteLength(f))
+    expect(Math.max(...slices)).toBeLessThanOrEqual(scheduler.window!.size + MIN_SLICE_BYTES)
+    // A response waits for the bytes in flight: about the window (20 ms of this reader), plus at most
+    // one minimal slice. Behind a 16 KiB slice it would wait 64 ms and more.
+    expect(waits.length).toBe(200)
+    expect(Math.max(...waits)).toBeLessThanOrEqual(2 * window.targetDelayMs)
+    // Everything arrives, in order, byte for byte.
+    expect(rebuild(frames, '')).toBe(sent)
+    expect(scheduler.depth.replaceable).toBe(0)
+  })
+
+  it('GIVEN a fast reader, WHEN the same stream runs, THEN its window takes whole 16 KiB slices (fewer, fuller frames)', () => {
+    const peer = simulatedPeer(200_000)
+    const scheduler = new OutboundScheduler(peer.socket, DEFAULT_LIMITS, {}, peer.clock)
+    const { frames, sent } = streamTo(peer, scheduler)
+    expect(rebuild(frames, '')).toBe(sent)
+    const texts = frames.map((f) => Buffer.byteLength(eventOf(f).append!.text))
+    // Each burst (~40 KB) is cut at the contract's bound: two full slices and a remainder.
+    expect(texts.filter((n) => n > MAX - 4).length).toBeGreaterThanOrEqual(2 * 10)
   })
 })

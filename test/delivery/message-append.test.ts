@@ -106,6 +106,17 @@ function collect(client: Client, query: string, variables: Record<string, unknow
 
 const event = (frame: Frame) => frame.payload?.data?.sessionEvents as Event | undefined
 
+/** `wait`, or a failure naming `what` after `ms`. */
+async function within<T>(wait: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not come within ${ms} ms`)), ms)))
+  try {
+    return await Promise.race([wait, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 async function replacements(server: TestServer): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text()
   return Number(/^delivery_replacements_total (\d+)/m.exec(text)?.[1] ?? 0)
@@ -191,10 +202,9 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
     // the slices of one merged entry share its version).
     const lastAppendVersion = withAppend.at(-1)!.message!.version
     expect(new Set(withAppend.map((e) => e.message!.version)).size).toBeLessThan(lastAppendVersion - 1)
-    // Merged past 16 KiB and sliced: consecutive frames of one version, each filled to the bound.
+    // Merged past 16 KiB and sliced: consecutive frames of one version (their bound is checked above).
     const slices = withAppend.filter((e, i) => i > 0 && e.message!.version === withAppend[i - 1]!.message!.version && e.append!.text.length > 0)
     expect(slices.length).toBeGreaterThan(0)
-    expect(Math.max(...withAppend.map((e) => Buffer.byteLength(e.append!.text)))).toBe(APPEND_SLICE_BYTES)
     // A non-append change (the tool call's status; the stream's own final status, if any) carries append null.
     const tool = appends.events.find((e) => e.__typename === 'MessageAdded' && e.message!.kind === 'TOOL_CALL')!
     const toolUpdates = appends.events.filter((e) => e.__typename === 'MessageUpdated' && e.message!.id === tool.message!.id)
@@ -210,38 +220,43 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
     await reader.client.dispose()
   }, 90_000)
 
-  it('GIVEN a large merged append being written in slices to a slow reader, WHEN a query arrives, THEN its response is written before the remaining slices', async () => {
+  it('GIVEN a large merged append being written in slices to a slow reader, WHEN a query arrives, THEN its response is written before the remaining slices, each cut to the send window', async () => {
     const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'slices' } })).createTask.id
     const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
     const count = 30_000
     const raw = await rawGraphqlWs(server.wsUrl, token)
     raw.send({ id: 's', type: 'subscribe', payload: { query: APPEND_ONLY, variables: { sessionId } } })
-    await raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'SessionJoined')
+    await within(raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'SessionJoined'), 'SessionJoined')
     // Nothing read while the whole stream runs: its updates merge into one entry, ~170 KB of text.
     raw.pauseReading()
     const content = JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }] })
     await ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content } })
     await sessionSettled(server, sessionId)
-    // Then read at 128 KB/s: the send window stays a few KiB, the rest is written slice by slice.
+    // Then read at 128 KB/s: the send window stays at its floor (4 KiB), the rest is written slice by slice.
     raw.throttleReading(128 * 1024)
     raw.resumeReading()
-    const full = (f: Frame) => f.id === 's' && event(f)?.__typename === 'MessageUpdated' && (event(f)!.append?.text.length ?? 0) >= APPEND_SLICE_BYTES
-    const first = (await raw.waitFor(full))!
+    const appended = (f: Frame) => f.id === 's' && event(f)?.__typename === 'MessageUpdated' && (event(f)!.append?.text.length ?? 0) > 0
+    const first = (await within(raw.waitFor(appended), 'the first slice'))!
     const streamId = event(first)!.message!.id
     const sentAt = raw.frames.length
     raw.subscribe('q', ViewerDocument, {})
-    const response = (await raw.waitFor((f) => f.id === 'q' && f.type === 'next'))!
-    await raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'TurnCompleted')
+    const response = (await within(raw.waitFor((f) => f.id === 'q' && f.type === 'next'), 'the response'))!
+    await within(raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'TurnCompleted'), 'TurnCompleted')
 
     const streamed = raw.frames.filter((f) => f.id === 's' && event(f)?.__typename === 'MessageUpdated' && event(f)!.message!.id === streamId)
     const text = (f: Frame) => event(f)!.append?.text ?? ''
+    const bytes = (f: Frame) => Buffer.byteLength(text(f))
     const before = streamed.filter((f) => f.seq > sentAt && f.seq < response.seq)
     const after = streamed.filter((f) => f.seq > response.seq && text(f).length > 0)
-    // Behind the response only what was in flight (the window and one slice), not the whole merged append...
-    expect(before.reduce((n, f) => n + Buffer.byteLength(text(f)), 0)).toBeLessThanOrEqual(2 * APPEND_SLICE_BYTES)
+    // Behind the response only what was in flight (the window and a slice), not the whole merged append...
+    expect(before.reduce((n, f) => n + bytes(f), 0)).toBeLessThanOrEqual(2 * APPEND_SLICE_BYTES)
     // ...which goes on after it, slice by slice.
     expect(after.length).toBeGreaterThanOrEqual(2)
-    expect(after.every((f) => Buffer.byteLength(text(f)) <= APPEND_SLICE_BYTES)).toBe(true)
+    // Slices are cut to what this reader's window takes (a few KiB; more while a burst of reading
+    // inflates its pace estimate), not filled to the contract's 16 KiB.
+    const sizes = streamed.map(bytes).sort((a, b) => a - b)
+    expect(sizes[Math.floor(sizes.length / 2)]).toBeLessThanOrEqual(APPEND_SLICE_BYTES / 4)
+    expect(sizes.at(-1)).toBeLessThanOrEqual(APPEND_SLICE_BYTES)
 
     // And the slices rebuild the stored message byte for byte (offsets contiguous from MessageAdded's content).
     const added = raw.frames.find((f) => f.id === 's' && event(f)?.__typename === 'MessageAdded' && event(f)!.message!.id === streamId)!
