@@ -3,7 +3,7 @@ import { requireReadableSession, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
 import { badInput, notFound } from '../../errors.ts'
 import { sessionOperation } from '../session-operation.ts'
-import { messagesOfSession } from '../../store/sessions.ts'
+import { findMessageOfSession, messagesOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
 import type { Context } from '../context.ts'
@@ -146,6 +146,17 @@ export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
         const messages = await messagesOfSession(ctx.store, s.id, last, args.before)
         if (!messages) throw badInput('before is not a message of this session.', 'before')
         return messages
+      },
+    }),
+    message: t.field({
+      type: MessageRef,
+      nullable: true,
+      description:
+        "One message of this session, whole, by its Message.id: what a client reads when a MessageUpdated's append is null or does not continue its copy, instead of the session's newest messages. Null when the session has no message of that id (deleted, or of another session).",
+      args: { id: t.arg.id({ required: true }) },
+      resolve: async (s, { id }, ctx) => {
+        const task = await ctx.loaders.task.load(s.taskId)
+        return task ? findMessageOfSession(ctx.store, { id: s.id, workspaceId: task.workspaceId }, String(id)) : null
       },
     }),
     turns: t.field({
