@@ -1,5 +1,5 @@
 import { produce, type Draft } from 'immer'
-import type { Message, MessageAppend, MessageUpdate, SessionEntry, SessionInfo, SessionsState } from './types.ts'
+import type { Message, MessageAppend, MessageGap, MessageUpdate, SessionEntry, SessionInfo, SessionsState } from './types.ts'
 
 /**
  * The session store's rules as pure functions over plain state. Every write goes through immer's
@@ -9,7 +9,8 @@ import type { Message, MessageAppend, MessageUpdate, SessionEntry, SessionInfo, 
  * version with more content (the held copy was being rebuilt from the slices of that version).
  * A MessageUpdate extends the held content by its append (contract v1.3): applied when its offset
  * is the length held, whatever the version; ignored when it ends at or before that length; any
- * other offset (or a null append, or a message not held) is a gap: the session is read again.
+ * other offset (or a null append of a newer version, or a message not held that belongs in the
+ * transcript) is a gap: that one message is read again (Session.message), whole.
  */
 
 export function initialSessionsState(): SessionsState {
@@ -120,12 +121,22 @@ export function appendOutcome(held: Pick<Message, 'content' | 'version'> | undef
 }
 
 /**
- * One frame of MessageUpdated payloads (contiguous appends already joined), applied in one
- * transaction in their order. Updates of sessions no longer visible are dropped. `gaps`: the
- * sessions with an update that could not be applied (read them again).
+ * Created before every message the transcript holds: outside the newest messages it shows (a
+ * snapshot's or a read's window), so an update of it is not a gap of the transcript.
  */
-export function applyMessageUpdates(state: SessionsState, updates: readonly MessageUpdate[]): { state: SessionsState; gaps: string[] } {
-  const gaps = new Set<string>()
+function beforeWindow(entry: SessionEntry, message: Pick<Message, 'createdAt'>): boolean {
+  const oldest = entry.messageIds[0]
+  return oldest !== undefined && Date.parse(message.createdAt) < Date.parse(entry.messages[oldest]!.createdAt)
+}
+
+/**
+ * One frame of MessageUpdated payloads (contiguous appends already joined), applied in one
+ * transaction in their order. Updates of sessions no longer visible are dropped, and so are those
+ * of a message older than the transcript's window. `gaps`: the messages with an update that could
+ * not be applied (read each again), once each, with the newest version seen.
+ */
+export function applyMessageUpdates(state: SessionsState, updates: readonly MessageUpdate[]): { state: SessionsState; gaps: MessageGap[] } {
+  const gaps = new Map<string, MessageGap>()
   if (updates.length === 0) return { state, gaps: [] }
   const next = produce(state, (draft) => {
     for (const update of updates) {
@@ -133,15 +144,43 @@ export function applyMessageUpdates(state: SessionsState, updates: readonly Mess
       const entry = draft.byId[message.sessionId]
       if (!entry) continue
       const held = entry.messages[message.id]
+      if (!held && beforeWindow(entry, message)) continue
       const outcome = appendOutcome(held, update)
-      if (outcome === 'gap') gaps.add(message.sessionId)
+      if (outcome === 'gap') {
+        const key = `${message.sessionId}\u0000${message.id}`
+        const version = Math.max(message.version, gaps.get(key)?.version ?? 0)
+        gaps.set(key, { sessionId: message.sessionId, messageId: message.id, version })
+      }
       if (outcome !== 'applied') continue
       // The other fields are the frame's when it is not older than the copy (a read may be newer).
       const fields = message.version >= held!.version ? message : held!
       entry.messages[message.id] = { ...fields, content: held!.content + update.append!.text, version: Math.max(held!.version, message.version) } as Draft<Message>
     }
   })
-  return { state: next, gaps: [...gaps] }
+  return { state: next, gaps: [...gaps.values()] }
+}
+
+/**
+ * The answer of a one-message read (Session.message): replaces the held copy when it is newer (or
+ * the same version with more content); a message not held is placed by its creation time, unless
+ * it is older than the transcript's window.
+ */
+export function applyMessageRead(state: SessionsState, message: Message): SessionsState {
+  const entry = state.byId[message.sessionId]
+  if (!entry) return state
+  const held = entry.messages[message.id]
+  if (held ? !newer(message, held) : beforeWindow(entry, message)) return state
+  return produce(state, (draft) => {
+    const e = draft.byId[message.sessionId]!
+    if (!held) {
+      // After every message created at or before it (the server orders by creation time).
+      const created = Date.parse(message.createdAt)
+      let at = e.messageIds.length
+      while (at > 0 && Date.parse(e.messages[e.messageIds[at - 1]!]!.createdAt) > created) at--
+      e.messageIds.splice(at, 0, message.id)
+    }
+    e.messages[message.id] = message as Draft<Message>
+  })
 }
 
 export function setSessionInfo(state: SessionsState, session: SessionInfo): SessionsState {

@@ -33,6 +33,13 @@ export interface MessageUpdate {
   append: MessageAppend | null
 }
 
+/** A message whose MessageUpdated could not be applied to the copy held: read it whole (up to `version` at least). */
+export interface MessageGap {
+  sessionId: string
+  messageId: string
+  version: number
+}
+
 /** What the detail pane shows about a session (state, error, models, Git). */
 export type SessionInfo = SessionFieldsFragment
 

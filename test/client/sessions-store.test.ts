@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  applyMessageRead,
   applyMessageUpdates,
   deleteMessage,
   FrameBatch,
@@ -71,11 +72,11 @@ describe('session store reducers', () => {
     { name: 'starts past the length held (text missed)', offset: 7, text: 'x' },
     { name: 'starts inside the copy and ends past it', offset: 4, text: 'red!' },
     { name: 'is null, from a newer version', offset: 0, text: null, version: 4 },
-  ])('an update that $name is a gap: nothing applied, the session is to be read', ({ offset, text, version = 4 }) => {
+  ])('an update that $name is a gap: nothing applied, that message is to be read', ({ offset, text, version = 4 }) => {
     const before = held()
     const { state, gaps } = applyMessageUpdates(before, [update('m1', 's1', version, offset, text)])
     expect(state).toBe(before)
-    expect(gaps).toEqual(['s1'])
+    expect(gaps).toEqual([{ sessionId: 's1', messageId: 'm1', version }])
   })
 
   it('a null append of a version the copy holds already (or older) is ignored; an update of a message not held is a gap', () => {
@@ -83,7 +84,48 @@ describe('session store reducers', () => {
     expect(applyMessageUpdates(before, [update('m1', 's1', 3, 0, null), update('m1', 's1', 2, 0, null)])).toEqual({ state: before, gaps: [] })
     const { state, gaps } = applyMessageUpdates(before, [update('m9', 's2', 1, 0, 'x')])
     expect(state).toBe(before)
-    expect(gaps).toEqual(['s2'])
+    expect(gaps).toEqual([{ sessionId: 's2', messageId: 'm9', version: 1 }])
+  })
+
+  it('several gaps of one message in a frame are one read, at the newest version; each message with a gap is read', () => {
+    const { gaps } = applyMessageUpdates(held(), [update('m1', 's1', 5, 0, null), update('m2', 's1', 2, 9, 'x'), update('m1', 's1', 7, 0, null), update('m1', 's1', 6, 0, null)])
+    expect(gaps).toEqual([
+      { sessionId: 's1', messageId: 'm1', version: 7 },
+      { sessionId: 's1', messageId: 'm2', version: 2 },
+    ])
+  })
+
+  it('an update of a message created before the transcript\'s oldest one (outside its window of newest messages) is dropped, not read', () => {
+    let before = updateMembership(initialSessionsState(), ['s1'], [])
+    before = replaceTranscript(before, 's1', sessionInfo('s1'), [message('m5', 's1', 1, 'v1', { createdAt: '2026-01-02T00:00:00.000Z' })], true)
+    const old = (id: string, createdAt: string) => ({ ...update(id, 's1', 2, 0, null), message: { ...update(id, 's1', 2, 0, null).message, createdAt } })
+    expect(applyMessageUpdates(before, [old('m1', '2026-01-01T00:00:00.000Z')])).toEqual({ state: before, gaps: [] })
+    // Created at or after it: a message the transcript should hold, so it is read.
+    expect(applyMessageUpdates(before, [old('m6', '2026-01-02T00:00:00.000Z')]).gaps).toEqual([{ sessionId: 's1', messageId: 'm6', version: 2 }])
+  })
+
+  it('a one-message read replaces the copy when newer (or the same version with more content), else changes nothing', () => {
+    const before = held()
+    expect(applyMessageRead(before, message('m1', 's1', 2, 'older'))).toBe(before)
+    expect(applyMessageRead(before, message('m1', 's1', 3, 'sto'))).toBe(before)
+    expect(applyMessageRead(before, message('m1', 's1', 3, 'stored and more')).byId.s1!.messages.m1!.content).toBe('stored and more')
+    const after = applyMessageRead(before, message('m1', 's1', 9, 'rewritten', { status: 'COMPLETED' }))
+    expect(after.byId.s1!.messages.m1).toMatchObject({ content: 'rewritten', version: 9, status: 'COMPLETED' })
+    expect(after.byId.s1!.messageIds).toBe(before.byId.s1!.messageIds) // held already: same order, same array
+    expect(after.byId.s1!.messages.m2).toBe(before.byId.s1!.messages.m2)
+    expect(after.byId.s2).toBe(before.byId.s2)
+    expect(applyMessageRead(before, message('x', 'gone', 1))).toBe(before) // a session no longer visible
+  })
+
+  it('a one-message read of a message not held places it by creation time, unless it is older than the transcript', () => {
+    const at = (day: number) => ({ createdAt: `2026-01-0${day}T00:00:00.000Z` })
+    let before = updateMembership(initialSessionsState(), ['s1'], [])
+    before = replaceTranscript(before, 's1', sessionInfo('s1'), [message('a', 's1', 1, 'a', at(2)), message('c', 's1', 1, 'c', at(4))], true)
+    const inserted = applyMessageRead(before, message('b', 's1', 1, 'b', at(3)))
+    expect(inserted.byId.s1!.messageIds).toEqual(['a', 'b', 'c'])
+    expect(inserted.byId.s1!.messages.b!.content).toBe('b')
+    expect(applyMessageRead(inserted, message('d', 's1', 1, 'd', at(4))).byId.s1!.messageIds).toEqual(['a', 'b', 'c', 'd'])
+    expect(applyMessageRead(before, message('z', 's1', 1, 'z', at(1)))).toBe(before)
   })
 
   it.each([
@@ -195,32 +237,75 @@ describe('message frame batching through the client', () => {
     expect(h.socket.named('ClientSessionMessages')).toHaveLength(0)
   })
 
-  it('a gap (an append past the copy, or a null append) reads the session once, and once more if another gap came meanwhile', async () => {
+  it('a gap (an append past the copy, or a null append) reads that message alone, once, and never the session', async () => {
     const { h, sub1 } = await joined()
     sub1.next(sessionEvent.updated(message('m1', 's1', 3), { offset: 5, text: 'later' })) // 'v1' is 2 long: text missed
     sub1.next(sessionEvent.updated(message('m2', 's1', 2))) // null append: the content changed
+    sub1.next(sessionEvent.updated(message('m2', 's1', 2))) // the same gap twice: one read
     h.runFrames()
     await settle()
-    expect(h.socket.named('ClientSessionMessages')).toHaveLength(1)
-    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('v1') // nothing applied
-    // Another gap while the read is in flight: its answer may predate it.
-    sub1.next(sessionEvent.updated(message('m1', 's1', 6), { offset: 20, text: '?' }))
-    h.runFrames()
+    expect(h.socket.named('ClientSessionMessages')).toHaveLength(0)
+    const reads = h.socket.named('ClientMessage')
+    expect(reads.map((r) => r.variables)).toEqual([
+      { sessionId: 's1', id: 'm1' },
+      { sessionId: 's1', id: 'm2' },
+    ])
+    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('v1') // nothing applied meanwhile
+    const before = h.client.sessions.getState()
+    reads[0]!.reply({ session: { id: 's1', message: message('m1', 's1', 3, 'v1 and later') } })
+    reads[1]!.reply({ session: { id: 's1', message: message('m2', 's1', 2, 'rewritten') } })
     await settle()
-    h.socket.pending('ClientSessionMessages').reply({ session: { ...sessionInfo('s1'), messages: [message('m1', 's1', 3, 'v1 and later'), message('m2', 's1', 2, 'rewritten')] } })
-    await settle()
-    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('v1 and later')
-    expect(h.client.sessions.getState().byId.s1!.messages.m2!.content).toBe('rewritten')
-    const again = h.socket.pending('ClientSessionMessages')
-    expect(h.socket.named('ClientSessionMessages')).toHaveLength(2)
+    const after = h.client.sessions.getState()
+    expect(after.byId.s1!.messages.m1!.content).toBe('v1 and later')
+    expect(after.byId.s1!.messages.m2!.content).toBe('rewritten')
+    expect(after.byId.s2).toBe(before.byId.s2)
+    expect(h.socket.named('ClientMessage')).toHaveLength(2) // answered at the versions the gaps named: no second read
     // Appends continue from the copy the read brought.
-    again.reply({ session: { ...sessionInfo('s1'), messages: [message('m1', 's1', 6, 'v1 and later, then more'), message('m2', 's1', 2, 'rewritten')] } })
-    await settle()
-    sub1.next(sessionEvent.updated(message('m1', 's1', 7), { offset: 'v1 and later, then more'.length, text: '!' }))
+    sub1.next(sessionEvent.updated(message('m1', 's1', 4), { offset: 'v1 and later'.length, text: '!' }))
     h.runFrames()
     await settle()
-    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('v1 and later, then more!')
-    expect(h.socket.named('ClientSessionMessages')).toHaveLength(2)
+    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('v1 and later!')
+    expect(h.socket.named('ClientMessage')).toHaveLength(2)
+    expect(h.client.tableSizes().messageReads).toBe(0)
+  })
+
+  it('a gap of a newer version while the read is in flight reads once more only if the answer predates it', async () => {
+    const { h, sub1 } = await joined()
+    sub1.next(sessionEvent.updated(message('m1', 's1', 3)))
+    h.runFrames()
+    await settle()
+    sub1.next(sessionEvent.updated(message('m1', 's1', 6))) // in flight: noted, not sent
+    h.runFrames()
+    await settle()
+    expect(h.socket.named('ClientMessage')).toHaveLength(1)
+    h.socket.pending('ClientMessage').reply({ session: { id: 's1', message: message('m1', 's1', 5, 'five') } })
+    await settle()
+    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('five')
+    // Version 5 predates the gap of version 6: one more read, and that answer ends it.
+    expect(h.socket.named('ClientMessage')).toHaveLength(2)
+    h.socket.pending('ClientMessage').reply({ session: { id: 's1', message: message('m1', 's1', 6, 'six') } })
+    await settle()
+    expect(h.client.sessions.getState().byId.s1!.messages.m1!.content).toBe('six')
+    expect(h.socket.named('ClientMessage')).toHaveLength(2)
+    expect(h.client.tableSizes().messageReads).toBe(0)
+  })
+
+  it('a message deleted while its read is in flight stays deleted; a message gone from the server is left to its MessageDeleted', async () => {
+    const { h, sub1 } = await joined()
+    sub1.next(sessionEvent.updated(message('m1', 's1', 3)))
+    sub1.next(sessionEvent.updated(message('m2', 's1', 3)))
+    h.runFrames()
+    await settle()
+    sub1.next(sessionEvent.deleted('s1', 'm1'))
+    const [m1, m2] = h.socket.named('ClientMessage')
+    m1!.reply({ session: { id: 's1', message: message('m1', 's1', 3, 'read before the delete') } })
+    m2!.reply({ session: { id: 's1', message: null } })
+    await settle()
+    const entry = h.client.sessions.getState().byId.s1!
+    expect(entry.messageIds).toEqual(['m2'])
+    expect(entry.messages.m1).toBeUndefined()
+    expect(entry.messages.m2!.content).toBe('v1')
+    expect(h.client.tableSizes().messageReads).toBe(0)
   })
 
   it.each(['added', 'deleted', 'turnCompleted'] as const)('%s is a barrier: the pending frame is applied first, then the event', async (kind) => {
