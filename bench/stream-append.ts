@@ -3,7 +3,7 @@
 // `{"stream":{"kind":"message","count":1388890}}` ("0;1;2;…"), while two followers, each on its
 // own graphql-ws connection, watch the session side by side:
 //   - append:  selects `MessageUpdated.append { offset text }` and `message { id version status }`,
-//              rebuilds the content from appends and reads `message.content` by query only when
+//              rebuilds the content from appends and reads the message (Session.message) only when
 //              `append` is null (as the contract says);
 //   - content: selects `message { id version status content }` (full-content updates, the baseline).
 // Each follower counts the raw WebSocket bytes it receives (its refetch answers included), and its
@@ -163,7 +163,8 @@ const subscriptionFor = (mode: Mode) => `subscription Follow($sessionId: ID!) {
     ... on TurnCompleted { turn { id lifecycleOnly } }
   }
 }`
-const MESSAGES = `query Messages($id: ID!) { session(id: $id) { messages(last: 10) { id version status content } } }`
+/** One message, whole (Session.message): the read after a null append, as the SDK makes it. */
+const MESSAGE = `query Message($sessionId: ID!, $id: ID!) { session(id: $sessionId) { message(id: $id) { id version status content } } }`
 
 type Mode = 'append' | 'content'
 
@@ -190,11 +191,12 @@ function follower(mode: Mode, wsUrl: string, sessionId: string) {
   let work = Promise.resolve()
   const refetch = async (messageId: string) => {
     stats.refetches++
-    const data = await request<{ session: { messages: { id: string; version: number; content: string; status: string | null }[] } }>(client, MESSAGES, {
-      id: sessionId,
+    const data = await request<{ session: { message: { id: string; version: number; content: string; status: string | null } | null } }>(client, MESSAGE, {
+      sessionId,
+      id: messageId,
     })
-    const row = data.session.messages.find((m) => m.id === messageId)
-    if (!row) throw new Error(`message ${messageId} not in session.messages`)
+    const row = data.session.message
+    if (!row) throw new Error(`message ${messageId} not in session ${sessionId}`)
     const mine = local.get(messageId)
     if (!mine || row.version >= mine.version) local.set(messageId, { version: row.version, content: row.content, status: row.status })
   }
@@ -208,14 +210,20 @@ function follower(mode: Mode, wsUrl: string, sessionId: string) {
     const { message, append } = event as Extract<Event, { __typename: 'MessageUpdated' }>
     stats.updates++
     const mine = local.get(message.id)
-    // Already holds this version or a newer one (a refetch answer overtook the frame).
-    if (mine && message.version <= mine.version) stats.stale++
-    else if (mode === 'content') local.set(message.id, { version: message.version, content: message.content!, status: message.status })
-    else if (append && mine && append.offset <= mine.content.length) {
+    if (mode === 'content') {
+      // Already holds this version or a newer one (a refetch answer overtook the frame).
+      if (mine && message.version <= mine.version) stats.stale++
+      else local.set(message.id, { version: message.version, content: message.content!, status: message.status })
+    } else if (append && mine && append.offset === mine.content.length) {
+      // Contract v1.3: applied at the length held whatever the version (16 KiB slices share one).
       stats.appends++
-      local.set(message.id, { version: message.version, content: mine.content.slice(0, append.offset) + append.text, status: message.status })
-    } else if (append && mine) throw new Error(`append at ${append.offset} leaves a gap after local content of length ${mine.content.length}`)
-    // The contract's answer to a null append: read message.content (its bytes count like any other).
+      const status = message.version >= mine.version ? message.status : mine.status
+      local.set(message.id, { version: Math.max(message.version, mine.version), content: mine.content + append.text, status })
+    } else if (append && mine && append.offset + append.text.length <= mine.content.length) stats.stale++ // in a refetch answer already
+    else if (append && mine && append.offset > mine.content.length) throw new Error(`append at ${append.offset} leaves a gap after local content of length ${mine.content.length}`)
+    else if (!append && mine && message.version <= mine.version) stats.stale++
+    // The contract's answer to a null append (or an append across the end of a newer read): read
+    // message.content (its bytes count like any other).
     else await refetch(message.id)
   }
   // One event at a time, in order: frames behind a refetch wait for its answer, as in a real client.

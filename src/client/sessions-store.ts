@@ -1,11 +1,16 @@
 import { produce, type Draft } from 'immer'
-import type { Message, SessionEntry, SessionInfo, SessionsState } from './types.ts'
+import type { Message, MessageAppend, MessageGap, MessageUpdate, SessionEntry, SessionInfo, SessionsState } from './types.ts'
 
 /**
  * The session store's rules as pure functions over plain state. Every write goes through immer's
  * `produce`, so only the touched session entry, its `messageIds` array (when an id is added or
  * removed) and the replaced message objects change; everything else keeps its identity.
- * A message is replaced only by a strictly newer `version`.
+ * A whole message replaces the held one when its `version` is newer, or when it is the same
+ * version with more content (the held copy was being rebuilt from the slices of that version).
+ * A MessageUpdate extends the held content by its append (contract v1.3): applied when its offset
+ * is the length held, whatever the version; ignored when it ends at or before that length; any
+ * other offset (or a null append of a newer version, or a message not held that belongs in the
+ * transcript) is a gap: that one message is read again (Session.message), whole.
  */
 
 export function initialSessionsState(): SessionsState {
@@ -38,9 +43,15 @@ export function markUnjoined(state: SessionsState, sessionId: string): SessionsS
   })
 }
 
+/** Whether a whole `incoming` message should replace the `held` one. */
+function newer(incoming: Message, held: Message | undefined): boolean {
+  if (!held) return true
+  return incoming.version > held.version || (incoming.version === held.version && incoming.content.length > held.content.length)
+}
+
 function upsertInto(entry: Draft<SessionEntry>, message: Message): boolean {
   const stored = entry.messages[message.id]
-  if (stored && stored.version >= message.version) return false
+  if (stored && !newer(message, stored)) return false
   if (!stored) entry.messageIds.push(message.id)
   entry.messages[message.id] = message as Draft<Message>
   return true
@@ -60,12 +71,12 @@ export function replaceTranscript(state: SessionsState, sessionId: string, sessi
     const byId: Record<string, Draft<Message>> = {}
     for (const message of messages) {
       if (byId[message.id]) {
-        if (byId[message.id]!.version < message.version) byId[message.id] = message as Draft<Message>
+        if (newer(message, byId[message.id])) byId[message.id] = message as Draft<Message>
         continue
       }
       const stored = previous[message.id]
       ids.push(message.id)
-      byId[message.id] = stored && stored.version >= message.version ? stored : (message as Draft<Message>)
+      byId[message.id] = stored && !newer(message, stored) ? stored : (message as Draft<Message>)
     }
     entry.messageIds = ids
     entry.messages = byId
@@ -92,17 +103,83 @@ export function deleteMessage(state: SessionsState, sessionId: string, messageId
   })
 }
 
+export type AppendOutcome = 'applied' | 'ignored' | 'gap'
+
 /**
- * One frame of MessageUpdated payloads (already reduced to the newest per message), applied in
- * one transaction in their order. Updates of sessions no longer visible are dropped.
+ * What to do with an update against the copy held (contract v1.3): an append whose offset is the
+ * length held is applied whatever its version (slices of one append share it); one that ends at or
+ * before that length is in the copy already; any other offset is a gap. A null append is a gap
+ * unless the copy is of that version or newer.
  */
-export function applyMessageUpdates(state: SessionsState, updates: readonly Message[]): SessionsState {
-  if (updates.length === 0) return state
-  return produce(state, (draft) => {
-    for (const message of updates) {
+export function appendOutcome(held: Pick<Message, 'content' | 'version'> | undefined, update: MessageUpdate): AppendOutcome {
+  if (!held) return 'gap'
+  const { append } = update
+  if (append === null) return held.version >= update.message.version ? 'ignored' : 'gap'
+  const length = held.content.length
+  if (append.offset === length) return 'applied'
+  return append.offset + append.text.length <= length ? 'ignored' : 'gap'
+}
+
+/**
+ * Created before every message the transcript holds: outside the newest messages it shows (a
+ * snapshot's or a read's window), so an update of it is not a gap of the transcript.
+ */
+function beforeWindow(entry: SessionEntry, message: Pick<Message, 'createdAt'>): boolean {
+  const oldest = entry.messageIds[0]
+  return oldest !== undefined && Date.parse(message.createdAt) < Date.parse(entry.messages[oldest]!.createdAt)
+}
+
+/**
+ * One frame of MessageUpdated payloads (contiguous appends already joined), applied in one
+ * transaction in their order. Updates of sessions no longer visible are dropped, and so are those
+ * of a message older than the transcript's window. `gaps`: the messages with an update that could
+ * not be applied (read each again), once each, with the newest version seen.
+ */
+export function applyMessageUpdates(state: SessionsState, updates: readonly MessageUpdate[]): { state: SessionsState; gaps: MessageGap[] } {
+  const gaps = new Map<string, MessageGap>()
+  if (updates.length === 0) return { state, gaps: [] }
+  const next = produce(state, (draft) => {
+    for (const update of updates) {
+      const { message } = update
       const entry = draft.byId[message.sessionId]
-      if (entry) upsertInto(entry, message)
+      if (!entry) continue
+      const held = entry.messages[message.id]
+      if (!held && beforeWindow(entry, message)) continue
+      const outcome = appendOutcome(held, update)
+      if (outcome === 'gap') {
+        const key = `${message.sessionId}\u0000${message.id}`
+        const version = Math.max(message.version, gaps.get(key)?.version ?? 0)
+        gaps.set(key, { sessionId: message.sessionId, messageId: message.id, version })
+      }
+      if (outcome !== 'applied') continue
+      // The other fields are the frame's when it is not older than the copy (a read may be newer).
+      const fields = message.version >= held!.version ? message : held!
+      entry.messages[message.id] = { ...fields, content: held!.content + update.append!.text, version: Math.max(held!.version, message.version) } as Draft<Message>
     }
+  })
+  return { state: next, gaps: [...gaps.values()] }
+}
+
+/**
+ * The answer of a one-message read (Session.message): replaces the held copy when it is newer (or
+ * the same version with more content); a message not held is placed by its creation time, unless
+ * it is older than the transcript's window.
+ */
+export function applyMessageRead(state: SessionsState, message: Message): SessionsState {
+  const entry = state.byId[message.sessionId]
+  if (!entry) return state
+  const held = entry.messages[message.id]
+  if (held ? !newer(message, held) : beforeWindow(entry, message)) return state
+  return produce(state, (draft) => {
+    const e = draft.byId[message.sessionId]!
+    if (!held) {
+      // After every message created at or before it (the server orders by creation time).
+      const created = Date.parse(message.createdAt)
+      let at = e.messageIds.length
+      while (at > 0 && Date.parse(e.messages[e.messageIds[at - 1]!]!.createdAt) > created) at--
+      e.messageIds.splice(at, 0, message.id)
+    }
+    e.messages[message.id] = message as Draft<Message>
   })
 }
 
@@ -121,23 +198,31 @@ export function patchSessionInfo(state: SessionsState, sessionId: string, patch:
 }
 
 /**
- * The render-boundary batch: during one frame only the newest MessageUpdated per message is kept
- * (by version). A Map keeps the first-key insertion order while a newer payload replaces an older one.
+ * The render-boundary batch: the MessageUpdated payloads of one frame, per message in arrival
+ * order, an append that continues the one before it joined to it (one string, one message object
+ * per message and frame however many slices arrived). A Map keeps the first-key order.
  */
 export class FrameBatch {
-  private readonly pending = new Map<string, Message>()
+  private readonly pending = new Map<string, MessageUpdate[]>()
 
   /** Returns true when this is the frame's first payload (a frame must be requested). */
-  add(message: Message): boolean {
-    const key = `${message.sessionId}\u0000${message.id}`
-    const queued = this.pending.get(key)
+  add(update: MessageUpdate): boolean {
+    const key = `${update.message.sessionId}\u0000${update.message.id}`
     const first = this.pending.size === 0
-    if (!queued || queued.version < message.version) this.pending.set(key, message)
+    const queued = this.pending.get(key)
+    if (!queued) {
+      this.pending.set(key, [update])
+      return first
+    }
+    const last = queued[queued.length - 1]!
+    const joined = last.append && update.append && join(last.append, update.append)
+    if (joined) queued[queued.length - 1] = { message: update.message.version >= last.message.version ? update.message : last.message, append: joined }
+    else queued.push(update)
     return first
   }
 
-  take(): Message[] {
-    const updates = [...this.pending.values()]
+  take(): MessageUpdate[] {
+    const updates = [...this.pending.values()].flat()
     this.pending.clear()
     return updates
   }
@@ -149,4 +234,9 @@ export class FrameBatch {
   clear(): void {
     this.pending.clear()
   }
+}
+
+/** `next` continuing `append` exactly, as one append; undefined otherwise. */
+function join(append: MessageAppend, next: MessageAppend): MessageAppend | undefined {
+  return next.offset === append.offset + append.text.length ? { offset: append.offset, text: append.text + next.text } : undefined
 }

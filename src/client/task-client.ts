@@ -4,6 +4,7 @@ import {
   ClientAddMessageDocument,
   ClientAnswerClarificationDocument,
   ClientBootDocument,
+  ClientMessageDocument,
   ClientRespondToPermissionDocument,
   ClientSessionEventsDocument,
   ClientSessionMessagesDocument,
@@ -19,6 +20,7 @@ import {
 import { errorCode, TaskClientError } from './errors.ts'
 import { newClientMessageId } from './ids.ts'
 import {
+  applyMessageRead,
   applyMessageUpdates,
   deleteMessage,
   FrameBatch,
@@ -150,7 +152,13 @@ export class TaskClientImpl implements TaskClient {
   private readonly batch = new FrameBatch()
   private frameRequested = false
   private readonly rowReads = new Set<string>()
-  private readonly sessionRefetches = new Set<string>()
+  /** Session reads in flight (SessionResync); `again`: another arrived meanwhile, so read once more after this one. */
+  private readonly sessionRefetches = new Map<string, { again: boolean }>()
+  /**
+   * One-message reads in flight, by session and message id; `version`: the newest version a gap
+   * named meanwhile (an answer older than that is read once more).
+   */
+  private readonly messageReads = new Map<string, { sessionId: string; version: number }>()
   /** Pending sleeps (backoff between attempts), resolved at dispose. */
   private readonly sleeps = new Map<unknown, () => void>()
 
@@ -413,6 +421,7 @@ export class TaskClientImpl implements TaskClient {
       this.sessionSubscriptions.get(id)?.close()
       this.sessionSubscriptions.delete(id)
       this.sessionRefetches.delete(id)
+      for (const [key, read] of this.messageReads) if (read.sessionId === id) this.messageReads.delete(key)
     }
     this.sessions.setState(updateMembership(this.sessions.getState(), added, removed), true)
     for (const id of added) this.subscribeSession(id)
@@ -462,7 +471,7 @@ export class TaskClientImpl implements TaskClient {
     const state = () => this.sessions.getState()
     switch (event.__typename) {
       case 'MessageUpdated':
-        this.batch.add(event.message)
+        this.batch.add({ message: event.message, append: event.append })
         this.requestFlush()
         return
       case 'MessageAdded':
@@ -470,6 +479,8 @@ export class TaskClientImpl implements TaskClient {
         return set(upsertMessage(state(), event.message))
       case 'MessageDeleted':
         this.flush()
+        // A read of it in flight would bring it back.
+        this.messageReads.delete(messageKey(event.sessionId, event.messageId))
         return set(deleteMessage(state(), event.sessionId, event.messageId))
       case 'TurnCompleted':
         this.flush()
@@ -502,23 +513,69 @@ export class TaskClientImpl implements TaskClient {
     })
   }
 
-  /** The frame's MessageUpdated payloads, newest per message, in one store transaction. */
+  /**
+   * The frame's MessageUpdated payloads in one store transaction: appends applied by offset; a
+   * message with a gap (an append that does not continue the copy, a null append) is read again,
+   * that message alone.
+   */
   private flush() {
     if (this.batch.size === 0) return
-    this.sessions.setState(applyMessageUpdates(this.sessions.getState(), this.batch.take()), true)
+    const { state, gaps } = applyMessageUpdates(this.sessions.getState(), this.batch.take())
+    this.sessions.setState(state, true)
+    for (const gap of gaps) this.readMessage(gap.sessionId, gap.messageId, gap.version)
+  }
+
+  /** Reads one message whole (Session.message) and applies it when newer than the copy. */
+  private readMessage(sessionId: string, messageId: string, version: number) {
+    const key = messageKey(sessionId, messageId)
+    const inFlight = this.messageReads.get(key)
+    if (inFlight) {
+      // That read may have been answered before this version: it is checked when it comes.
+      inFlight.version = Math.max(inFlight.version, version)
+      return
+    }
+    const read = { sessionId, version }
+    this.messageReads.set(key, read)
+    const current = () => this.messageReads.get(key) === read && !this.disposed
+    let again = false
+    this.query(ClientMessageDocument, { sessionId, id: messageId })
+      .then(({ session }) => {
+        const message = session?.message
+        // Gone (deleted, or the session is): its MessageDeleted or the session's end says so.
+        if (!message || !current()) return
+        this.flush()
+        this.sessions.setState(applyMessageRead(this.sessions.getState(), message), true)
+        again = message.version < read.version
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.messageReads.get(key) !== read) return
+        this.messageReads.delete(key)
+        if (again && !this.disposed && this.visible.has(sessionId)) this.readMessage(sessionId, messageId, read.version)
+      })
   }
 
   private refetchSession(sessionId: string) {
-    if (this.sessionRefetches.has(sessionId)) return
-    this.sessionRefetches.add(sessionId)
+    const inFlight = this.sessionRefetches.get(sessionId)
+    if (inFlight) {
+      // What that read returns may predate this gap: one more read after it.
+      inFlight.again = true
+      return
+    }
+    const read = { again: false }
+    this.sessionRefetches.set(sessionId, read)
     this.query(ClientSessionMessagesDocument, { id: sessionId, last: RESYNC_LAST })
       .then(({ session }) => {
-        if (!session || !this.sessionRefetches.has(sessionId) || this.disposed) return
+        if (!session || this.sessionRefetches.get(sessionId) !== read || this.disposed) return
         this.flush()
         this.sessions.setState(replaceTranscript(this.sessions.getState(), sessionId, session, session.messages, false), true)
       })
       .catch(() => undefined)
-      .finally(() => this.sessionRefetches.delete(sessionId))
+      .finally(() => {
+        if (this.sessionRefetches.get(sessionId) !== read) return
+        this.sessionRefetches.delete(sessionId)
+        if (read.again && !this.disposed && this.visible.has(sessionId)) this.refetchSession(sessionId)
+      })
   }
 
   async loadTaskSessions(taskId: string): Promise<SessionInfo[]> {
@@ -607,6 +664,7 @@ export class TaskClientImpl implements TaskClient {
     this.batch.clear()
     this.rowReads.clear()
     this.sessionRefetches.clear()
+    this.messageReads.clear()
     this.sessions.setState(initialSessionsState(), true)
     this.summaries.setState(initialSummaryState(), true)
   }
@@ -620,6 +678,7 @@ export class TaskClientImpl implements TaskClient {
       pendingUpdates: this.batch.size,
       rowReads: this.rowReads.size,
       sessionRefetches: this.sessionRefetches.size,
+      messageReads: this.messageReads.size,
       sleeps: this.sleeps.size,
       feedTimers: this.feed.retryTimer !== undefined ? 1 : 0,
       storedSessions: Object.keys(this.sessions.getState().byId).length,
@@ -628,6 +687,8 @@ export class TaskClientImpl implements TaskClient {
     }
   }
 }
+
+const messageKey = (sessionId: string, messageId: string) => `${sessionId}\u0000${messageId}`
 
 export function createTaskClient(options: TaskClientOptions): TaskClient {
   return new TaskClientImpl(options)

@@ -4,6 +4,7 @@ import type {
   ClientWorkspaceEventsSubscription,
   SessionFieldsFragment,
   StatusSummaryFieldsFragment,
+  StreamedMessageFieldsFragment,
   TaskRowFieldsFragment,
   TranscriptMessageFieldsFragment,
 } from './generated/graphql.ts'
@@ -16,6 +17,28 @@ export type TaskRow = Pick<TaskRowFieldsFragment, 'id' | 'title' | 'workflowStep
 
 /** A transcript entry of a session (the whole message: `content` is always complete). */
 export type Message = TranscriptMessageFieldsFragment
+
+/** A message as a MessageUpdated carries it: every field but `content`. */
+export type StreamedMessage = StreamedMessageFieldsFragment
+
+/** Text a MessageUpdated appended at `offset` (UTF-16 code units), at most 16 KiB of it per frame. */
+export interface MessageAppend {
+  offset: number
+  text: string
+}
+
+/** One MessageUpdated: the message's other fields, and its append (null: a gap, read the message). */
+export interface MessageUpdate {
+  message: StreamedMessage
+  append: MessageAppend | null
+}
+
+/** A message whose MessageUpdated could not be applied to the copy held: read it whole (up to `version` at least). */
+export interface MessageGap {
+  sessionId: string
+  messageId: string
+  version: number
+}
 
 /** What the detail pane shows about a session (state, error, models, Git). */
 export type SessionInfo = SessionFieldsFragment

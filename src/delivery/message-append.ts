@@ -20,6 +20,66 @@ export interface Append {
 /** Messages per subscription whose delivered version is remembered; an older one just gets append null. */
 export const TRACKED_MESSAGES = 32
 
+/** (contract v1.3) The most text one MessageUpdated frame appends, in UTF-8 bytes. */
+export const APPEND_SLICE_BYTES = 16 * 1024
+
+/**
+ * The least text of a slice cut to fit the send window: below it a frame's own fields (~0.5 KB)
+ * would cost more than the text, and a nearly full window would be filled by frames of a few bytes.
+ */
+export const MIN_SLICE_BYTES = 2 * 1024
+
+/**
+ * The text bound of the next slice of a frame whose other bytes (JSON envelope, message fields)
+ * are `envelope`, when the send window takes `room` more bytes (undefined: no window): the
+ * slice fills the window, between MIN_SLICE_BYTES and APPEND_SLICE_BYTES. A slow reader gets
+ * smaller slices, so that a response written after one waits about the window, not 16 KiB.
+ */
+export function sliceBound(room: number | undefined, envelope: number): number {
+  if (room === undefined) return APPEND_SLICE_BYTES
+  return Math.min(APPEND_SLICE_BYTES, Math.max(MIN_SLICE_BYTES, room - envelope))
+}
+
+/**
+ * How many UTF-16 code units of `text`, from its start, encode in at most `maxBytes` of UTF-8,
+ * never ending between the two halves of a surrogate pair (a lone surrogate counts as U+FFFD,
+ * 3 bytes, as the wire encodes it). At least one code point, so that a cut always progresses.
+ */
+export function utf8Cut(text: string, maxBytes: number): number {
+  // Every code unit is at most 3 bytes (a pair: 4 for two units).
+  if (text.length * 3 <= maxBytes) return text.length
+  let bytes = 0
+  let i = 0
+  while (i < text.length) {
+    const unit = text.charCodeAt(i)
+    let width = 1
+    let size: number
+    if (unit < 0x80) size = 1
+    else if (unit < 0x800) size = 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      size = 4
+      width = 2
+    } else size = 3
+    if (bytes + size > maxBytes) return i === 0 ? width : i
+    bytes += size
+    i += width
+  }
+  return i
+}
+
+/**
+ * The first slice of `append` (at most `maxBytes` of UTF-8 text) and what follows it (undefined
+ * when it all fits): contiguous offsets, no surrogate pair cut in two.
+ */
+export function sliceAppend(append: Append, maxBytes = APPEND_SLICE_BYTES): { head: Append; rest: Append | undefined } {
+  const cut = utf8Cut(append.text, maxBytes)
+  if (cut >= append.text.length) return { head: append, rest: undefined }
+  return {
+    head: { offset: append.offset, text: append.text.slice(0, cut) },
+    rest: { offset: append.offset + cut, text: append.text.slice(cut) },
+  }
+}
+
 type Path = readonly (string | number)[]
 
 /** What a subscription's client holds of one message: its version, and its content's length when known. */
@@ -99,16 +159,28 @@ export interface StreamTag {
   appendPaths: Path[]
   /** Response paths of the `offset` and `text` fields under them. */
   leaves: { path: Path; field: keyof Append }[]
+  /** The frame selects `message.content` (it carries the whole content anyway). */
+  withContent: boolean
+  /** The frame parsed once, for a frame re-serialized with other appends (its slices). */
+  parsed?: { payload?: { data?: unknown } }
+}
+
+/** The frame's length without its append's text: about the bytes every slice of it carries besides text. */
+function envelopeOf(frame: string, tag: StreamTag): number {
+  return frame.length - (tag.append?.text.length ?? 0)
 }
 
 export function streamTag(messageId: string, version: number, append: Append | null, chain: AppendChain): StreamTag {
-  return { messageId, version, append, chain, appendPaths: [], leaves: [] }
+  return { messageId, version, append, chain, appendPaths: [], leaves: [], withContent: false }
 }
 
 /**
  * The replaceable entry of one serialized MessageUpdated frame. Merges are kept structured and
- * the frame is re-serialized once, when written (JSON.parse / stringify only for a frame whose
- * append changed).
+ * the frame is re-serialized when written (JSON.parse / stringify only for a frame whose append
+ * changed). An append of more than APPEND_SLICE_BYTES (or than the send window's room, see
+ * sliceBound) is written in slices, one per turn of the lane, each a copy of the frame (the same
+ * `message`: slices share its version) with its part of the text; the unsent rest stays queued,
+ * and a newer update of the message merges into it.
  */
 class StreamFrame implements ReplaceableFrame {
   constructor(
@@ -117,8 +189,21 @@ class StreamFrame implements ReplaceableFrame {
     readonly append: Append | null,
   ) {}
 
-  render(): string {
-    return this.append === this.tag.append ? this.frame : patchAppend(this.frame, this.tag, this.append)
+  take(room?: number): { frame: string; rest?: ReplaceableFrame } {
+    const append = this.append
+    // No `append` in the selection: the frame as serialized (the newest one absorbed the others).
+    if (this.tag.appendPaths.length === 0) return { frame: this.frame }
+    const unchanged = append === this.tag.append
+    if (append === null) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, null) }
+    // The frame carries the whole content already: it is the client's copy, never sliced; its
+    // append only within the contract's bound.
+    if (this.tag.withContent) {
+      if (sliceAppend(append).rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, append) }
+      return { frame: patchAppend(this.frame, this.tag, null) }
+    }
+    const { head, rest } = sliceAppend(append, sliceBound(room, envelopeOf(this.frame, this.tag)))
+    if (rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, head) }
+    return { frame: patchAppend(this.frame, this.tag, head), rest: this.#with(rest) }
   }
 
   supersede(previous: ReplaceableFrame): ReplaceableFrame {
@@ -152,10 +237,15 @@ export function streamFrame(frame: string, tag: StreamTag): ReplaceableFrame {
 }
 
 function patchAppend(frame: string, tag: StreamTag, append: Append | null): string {
-  const message = JSON.parse(frame) as { payload?: { data?: unknown } }
-  const data = message.payload?.data
-  if (append === null) for (const path of tag.appendPaths) setAt(data, path, null)
-  else for (const { path, field } of tag.leaves) setAt(data, path, append[field])
+  if (append === null) {
+    // The last rendering of this frame (a null append ends the chain): parsed for it alone.
+    const message = JSON.parse(frame) as NonNullable<StreamTag['parsed']>
+    for (const path of tag.appendPaths) setAt(message.payload?.data, path, null)
+    return JSON.stringify(message)
+  }
+  // Parsed once per frame however many slices it is written in: each sets every leaf.
+  const message = (tag.parsed ??= JSON.parse(frame) as NonNullable<StreamTag['parsed']>)
+  for (const { path, field } of tag.leaves) setAt(message.payload?.data, path, append[field])
   return JSON.stringify(message)
 }
 

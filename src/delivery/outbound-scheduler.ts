@@ -5,7 +5,9 @@
  *   waiting for a response that was silently dropped.
  * - semantic: every subscription event but MessageUpdated, in order.
  * - replaceable: MessageUpdated, keyed by session + message; a newer update replaces the queued
- *   one in place (a frame may absorb the one it replaces: `ReplaceableFrame.supersede`). Bounded
+ *   one in place (a frame may absorb the one it replaces: `ReplaceableFrame.supersede`). A frame
+ *   may be written in parts, one per turn (`ReplaceableFrame.take`: an append of more than 16 KiB
+ *   of text, or more than the send window takes), its unsent rest queued in its place. Bounded
  *   per session and per connection; a session over its allowance loses its own oldest entry,
  *   never another session's (the entry hears of it: `evicted`). Sessions are served round-robin.
  * A semantic frame of a session is a barrier: that session's replaceables queued before it are
@@ -83,18 +85,26 @@ export interface SchedulerEvents {
 }
 
 /**
- * A replaceable frame that takes part in its own replacement. Rendered once, when written, so a
- * frame that absorbed many others is serialized once, not once per absorption.
+ * A replaceable frame that takes part in its own replacement. Rendered when written, so a frame
+ * that absorbed many others is serialized once, not once per absorption.
  */
 export interface ReplaceableFrame {
-  render(): Frame
+  /**
+   * The frame to write now. A frame written in parts returns its first part and the `rest`, which
+   * stays queued under the same key, in the same place: its next part goes out on a later turn of
+   * the lane (so control frames and other sessions go in between), and a newer update of the key
+   * supersedes the rest. `room`: the bytes the send window still takes (absent: no window), a hint
+   * for the size of a part, so that what a control frame written next waits behind stays about
+   * the window.
+   */
+  take(room?: number): { frame: Frame; rest?: ReplaceableFrame }
   /** Replaces the undelivered `previous` of the same key: returns what is queued instead (default: this frame). */
   supersede?(previous: ReplaceableFrame): ReplaceableFrame
   /** Dropped unsent to make room: the next frame of its key follows a gap. */
   evicted?(): void
 }
 
-const plainFrame = (frame: Frame): ReplaceableFrame => ({ render: () => frame })
+const plainFrame = (frame: Frame): ReplaceableFrame => ({ take: () => ({ frame }) })
 
 interface Replaceable {
   frame: ReplaceableFrame
@@ -184,7 +194,15 @@ export class OutboundScheduler {
   enqueueReplaceable(frame: Frame | ReplaceableFrame, sessionId: string, key: string): void {
     if (this.#closed || this.#closeWhenDrained) return
     const entry = typeof frame === 'string' || Buffer.isBuffer(frame) ? plainFrame(frame) : frame
-    if (this.limits.fifo) return this.#enqueueFifo(entry.render())
+    if (this.limits.fifo) {
+      // The baseline has no lanes: every part at once, in order.
+      for (let next: ReplaceableFrame | undefined = entry; next; ) {
+        const { frame: part, rest } = next.take()
+        this.#semantic.push({ frame: part })
+        next = rest
+      }
+      return this.pump()
+    }
     const lane = this.#lane(sessionId)
     const existing = lane.replaceables.get(key)
     if (existing) {
@@ -327,10 +345,16 @@ export class OutboundScheduler {
     if (oldest.done) return undefined
     const [key, entry] = oldest.value
     if (entry.after > lane.semanticWritten) return undefined
+    const { frame, rest } = entry.frame.take(this.#window?.room)
+    if (rest) {
+      // Written in parts: the rest keeps its place (and its barrier) for a later turn.
+      entry.frame = rest
+      return frame
+    }
     lane.replaceables.delete(key)
     this.#replaceableCount--
     this.#forgetIfIdle(sessionId, lane)
-    return entry.frame.render()
+    return frame
   }
 
   #forgetIfIdle(sessionId: string, lane: SessionLane): void {

@@ -66,6 +66,11 @@ export class SendWindow {
     return this.#written - this.#acked
   }
 
+  /** Bytes the window still takes before it closes (0 when closed). */
+  get room(): number {
+    return Math.max(0, this.#size - this.inFlight)
+  }
+
   /** Whether a frame that is not control may be written now. */
   get open(): boolean {
     return this.inFlight < this.#size

@@ -25,6 +25,21 @@ export async function messagesOfSession({ db }: Store, sessionId: string, last: 
 }
 
 /**
+ * The message of a session whose GraphQL Message.id is `id`: the client's id of a user message
+ * (unique per workspace), the row id of any other (a row that has a client id answers to that one
+ * only). Null when the session has none. Two lookups by unique keys, whatever the session's length.
+ */
+export async function findMessageOfSession({ db }: Store, session: { id: string; workspaceId: string }, id: string) {
+  const [byClientId, byRowId] = await Promise.all([
+    db.message.findUnique({ where: { workspaceId_clientMessageId: { workspaceId: session.workspaceId, clientMessageId: id } } }),
+    db.message.findUnique({ where: { id } }),
+  ])
+  if (byClientId?.sessionId === session.id) return byClientId
+  if (byRowId?.sessionId === session.id && byRowId.clientMessageId === null) return byRowId
+  return null
+}
+
+/**
  * Ids of the newest `last` rows of each session, in one window-function query (portable SQLite /
  * PostgreSQL), so a page of session details costs two statements whatever the number of sessions.
  */

@@ -1,7 +1,7 @@
 import type { ClientOptions, FormattedExecutionResult, Sink, SubscribePayload } from 'graphql-ws'
 import type { GraphQLFormattedError } from 'graphql'
 import { TaskClientImpl, type TaskClientOptions } from '../../src/client/task-client.ts'
-import type { Message, SessionInfo, StatusSummary } from '../../src/client/index.ts'
+import type { Message, MessageAppend, SessionInfo, StatusSummary } from '../../src/client/index.ts'
 import type { TaskRowPayload } from '../../src/client/types.ts'
 
 /** One operation the SDK asked a fake graphql-ws client to run. */
@@ -305,7 +305,11 @@ export const sessionEvent = {
     sessionEvents: { __typename: 'SessionJoined', sessionId, snapshot: messages ? { session, messages } : null },
   }),
   added: (m: Message) => ({ sessionEvents: { __typename: 'MessageAdded', message: m } }),
-  updated: (m: Message) => ({ sessionEvents: { __typename: 'MessageUpdated', message: m } }),
+  /** A MessageUpdated as the SDK selects it: the message without its content, and the append (null: a gap). */
+  updated: (m: Message, append: MessageAppend | null = null) => {
+    const { content: _content, ...message } = m
+    return { sessionEvents: { __typename: 'MessageUpdated', message, append } }
+  },
   deleted: (sessionId: string, messageId: string) => ({ sessionEvents: { __typename: 'MessageDeleted', sessionId, messageId } }),
   turnCompleted: (sessionId: string) => ({
     sessionEvents: { __typename: 'TurnCompleted', turn: { id: 'turn-1', sessionId, interrupted: false, stopReason: 'end_turn' } },

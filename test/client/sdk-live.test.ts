@@ -7,7 +7,8 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { http, ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
-import { CreateTaskDocument, StartSessionDocument, UpdateTaskDocument } from '../generated/graphql.ts'
+import { AddMessageDocument, CreateTaskDocument, RespondToPermissionDocument, StartSessionDocument, UpdateTaskDocument } from '../generated/graphql.ts'
+import { randomUUID } from 'node:crypto'
 
 interface Frame {
   type: string
@@ -124,4 +125,35 @@ describe('the client SDK against a listening server (sqlite)', () => {
     await eventually(() => server.gateway.tableSizes().connections === 0)
     expect(server.gateway.tableSizes()).toMatchObject({ subscriptions: 0, memberships: 0 })
   })
+
+  it('follows a large streamed message by its appends (slices sharing versions) to the stored content, byte for byte, and reads a null-append message alone', async () => {
+    const reader = createTaskClient({ url: server.graphqlUrl, token, webSocketImpl: CountingWebSocket, random: () => 0 })
+    try {
+      const taskId = taskIds[0]!
+      const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+      reader.setVisibleSessions([sessionId])
+      await eventually(() => reader.sessions.getState().byId[sessionId]?.joined)
+      const sessionReads = subscribes('ClientSessionMessages').length
+      const count = 30_000
+      const script = JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }, { permission: { title: 'Go on?' } }] })
+      await ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: script } })
+      // Answered by someone else (over HTTP): the SDK hears of it by a MessageUpdated with a null append.
+      const request = await eventually(() => Object.values(reader.sessions.getState().byId[sessionId]!.messages).find((m) => m.kind === 'PERMISSION_REQUEST'))
+      await ok(server.graphqlUrl, token, RespondToPermissionDocument, { sessionId, pendingId: request.pendingId!, optionId: 'allow' })
+      await sessionSettled(server, sessionId)
+      const streamed = Array.from({ length: count }, (_, i) => `${i};`).join('')
+      await eventually(() => Object.values(reader.sessions.getState().byId[sessionId]!.messages).some((m) => m.content === streamed))
+      // Every message the SDK holds is the stored one (the tool call's updates are null appends: read).
+      const stored = (await http(server.graphqlUrl, token, ClientSessionMessagesDocument, { id: sessionId, last: 100 })).data!.session!.messages
+      const held = () => reader.sessions.getState().byId[sessionId]!.messages
+      await eventually(() => stored.every((m) => held()[m.id]?.content === m.content && held()[m.id]?.status === m.status && held()[m.id]?.version === m.version))
+      // The answered request was read alone (Session.message), never the session's newest messages.
+      expect(held()[request.id]!.status).toBe('APPROVED')
+      expect(subscribes('ClientMessage').map((f) => f.payload?.variables)).toContainEqual({ sessionId, id: request.id })
+      expect(subscribes('ClientSessionMessages')).toHaveLength(sessionReads)
+      await eventually(() => (reader as unknown as { tableSizes(): Record<string, number> }).tableSizes().messageReads === 0)
+    } finally {
+      reader.dispose()
+    }
+  }, 60_000)
 })

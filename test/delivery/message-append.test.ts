@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
-import { AddMessageDocument, CreateTaskDocument, StartSessionDocument } from '../generated/graphql.ts'
+import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, ViewerDocument } from '../generated/graphql.ts'
+import { APPEND_SLICE_BYTES } from '../../src/delivery/message-append.ts'
+import { rawGraphqlWs, type Frame } from '../support/raw-ws.ts'
 
 const CHUNKS = 120_000
 const script = JSON.stringify({ script: [{ stream: { kind: 'message', count: CHUNKS } }, { tool: { title: 'done' } }] })
@@ -102,6 +104,19 @@ function collect(client: Client, query: string, variables: Record<string, unknow
   }
 }
 
+const event = (frame: Frame) => frame.payload?.data?.sessionEvents as Event | undefined
+
+/** `wait`, or a failure naming `what` after `ms`. */
+async function within<T>(wait: Promise<T>, what: string, ms = 30_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} did not come within ${ms} ms`)), ms)))
+  try {
+    return await Promise.race([wait, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 async function replacements(server: TestServer): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text()
   return Number(/^delivery_replacements_total (\d+)/m.exec(text)?.[1] ?? 0)
@@ -118,7 +133,7 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
   })
   afterAll(() => server?.close())
 
-  it('GIVEN a throttled reader, WHEN a 120,000-chunk stream is followed by appends, THEN merged appends rebuild the stored content byte for byte, each byte once', async () => {
+  it('GIVEN a throttled reader, WHEN a 120,000-chunk stream is followed by appends, THEN merged appends, in slices of at most 16 KiB, rebuild the stored content byte for byte, each byte once', async () => {
     const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'stream' } })).createTask.id
     const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
     const reader = await pausableClient(server.wsUrl, token)
@@ -141,7 +156,9 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
     await full.until((e) => e.__typename === 'TurnCompleted')
     expect(await replacements(server)).toBeGreaterThan(before)
 
-    // Rebuild every message from appends; a null append is a gap: read the content then.
+    // Rebuild every message from appends as a v1.3 client does: an append at the length held is
+    // applied whatever its version (slices share one), one that ends within it is ignored, any
+    // other offset is a gap; a null append is a gap too: read the content then.
     const rebuilt = new Map<string, { content: string; version: number }>()
     let appendedBytes = 0
     let reads = 0
@@ -153,11 +170,13 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
       if (event.__typename !== 'MessageUpdated') continue
       const mine = rebuilt.get(message.id)!
       if (event.append) {
-        if (message.version <= mine.version) continue // already in a content read meanwhile
-        if (event.append.offset !== mine.content.length) violations.push(`${message.version}: offset ${event.append.offset} onto ${mine.content.length}`)
-        mine.content = mine.content.slice(0, event.append.offset) + event.append.text
-        mine.version = message.version
-        appendedBytes += event.append.text.length
+        const { offset, text } = event.append
+        if (Buffer.byteLength(text) > APPEND_SLICE_BYTES) violations.push(`${message.version}: ${Buffer.byteLength(text)} bytes of text`)
+        if (offset + text.length <= mine.content.length && offset !== mine.content.length) continue // already in a content read meanwhile
+        if (offset !== mine.content.length) violations.push(`${message.version}: offset ${offset} onto ${mine.content.length}`)
+        mine.content = mine.content.slice(0, offset) + text
+        mine.version = Math.max(mine.version, message.version)
+        appendedBytes += text.length
       } else {
         reads++
         const stored = (await ok(server.graphqlUrl, token, MESSAGES, { id: sessionId })).session.messages
@@ -179,9 +198,13 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
     // Each byte once: the base from MessageAdded plus the appends is exactly the content; no gap, so no content read.
     expect(added.message!.content!.length + appendedBytes).toBe(streamed.length)
     expect(withAppend.every((e, i) => i === 0 || e.append!.offset === withAppend[i - 1]!.append!.offset + withAppend[i - 1]!.append!.text.length)).toBe(true)
-    // Merged: fewer frames than append publications (each append publication is one version).
+    // Merged: fewer versions delivered than append publications (each publication is one version;
+    // the slices of one merged entry share its version).
     const lastAppendVersion = withAppend.at(-1)!.message!.version
-    expect(withAppend.length).toBeLessThan(lastAppendVersion - 1)
+    expect(new Set(withAppend.map((e) => e.message!.version)).size).toBeLessThan(lastAppendVersion - 1)
+    // Merged past 16 KiB and sliced: consecutive frames of one version (their bound is checked above).
+    const slices = withAppend.filter((e, i) => i > 0 && e.message!.version === withAppend[i - 1]!.message!.version && e.append!.text.length > 0)
+    expect(slices.length).toBeGreaterThan(0)
     // A non-append change (the tool call's status; the stream's own final status, if any) carries append null.
     const tool = appends.events.find((e) => e.__typename === 'MessageAdded' && e.message!.kind === 'TOOL_CALL')!
     const toolUpdates = appends.events.filter((e) => e.__typename === 'MessageUpdated' && e.message!.id === tool.message!.id)
@@ -195,5 +218,57 @@ describe('MessageUpdated.append over a real graphql-ws client (sqlite, real mock
     expect(full.events.every((e) => !('append' in e))).toBe(true)
     console.info(`append view: ${withAppend.length} append frames for ${lastAppendVersion - 1} publications; ${reads} content reads`)
     await reader.client.dispose()
+  }, 90_000)
+
+  it('GIVEN a large merged append being written in slices to a slow reader, WHEN a query arrives, THEN its response is written before the remaining slices, each cut to the send window', async () => {
+    const taskId = (await ok(server.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'slices' } })).createTask.id
+    const sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
+    const count = 30_000
+    const raw = await rawGraphqlWs(server.wsUrl, token)
+    raw.send({ id: 's', type: 'subscribe', payload: { query: APPEND_ONLY, variables: { sessionId } } })
+    await within(raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'SessionJoined'), 'SessionJoined')
+    // Nothing read while the whole stream runs: its updates merge into one entry, ~170 KB of text.
+    raw.pauseReading()
+    const content = JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }] })
+    await ok(server.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content } })
+    await sessionSettled(server, sessionId)
+    // Then read at 128 KB/s: the send window stays at its floor (4 KiB), the rest is written slice by slice.
+    raw.throttleReading(128 * 1024)
+    raw.resumeReading()
+    const appended = (f: Frame) => f.id === 's' && event(f)?.__typename === 'MessageUpdated' && (event(f)!.append?.text.length ?? 0) > 0
+    const first = (await within(raw.waitFor(appended), 'the first slice'))!
+    const streamId = event(first)!.message!.id
+    const sentAt = raw.frames.length
+    raw.subscribe('q', ViewerDocument, {})
+    const response = (await within(raw.waitFor((f) => f.id === 'q' && f.type === 'next'), 'the response'))!
+    await within(raw.waitFor((f) => f.id === 's' && event(f)?.__typename === 'TurnCompleted'), 'TurnCompleted')
+
+    const streamed = raw.frames.filter((f) => f.id === 's' && event(f)?.__typename === 'MessageUpdated' && event(f)!.message!.id === streamId)
+    const text = (f: Frame) => event(f)!.append?.text ?? ''
+    const bytes = (f: Frame) => Buffer.byteLength(text(f))
+    const before = streamed.filter((f) => f.seq > sentAt && f.seq < response.seq)
+    const after = streamed.filter((f) => f.seq > response.seq && text(f).length > 0)
+    // Behind the response only what was in flight (the window and a slice), not the whole merged append...
+    expect(before.reduce((n, f) => n + bytes(f), 0)).toBeLessThanOrEqual(2 * APPEND_SLICE_BYTES)
+    // ...which goes on after it, slice by slice.
+    expect(after.length).toBeGreaterThanOrEqual(2)
+    // Slices are cut to what this reader's window takes (a few KiB; more while a burst of reading
+    // inflates its pace estimate), not filled to the contract's 16 KiB.
+    const sizes = streamed.map(bytes).sort((a, b) => a - b)
+    expect(sizes[Math.floor(sizes.length / 2)]).toBeLessThanOrEqual(APPEND_SLICE_BYTES / 4)
+    expect(sizes.at(-1)).toBeLessThanOrEqual(APPEND_SLICE_BYTES)
+
+    // And the slices rebuild the stored message byte for byte (offsets contiguous from MessageAdded's content).
+    const added = raw.frames.find((f) => f.id === 's' && event(f)?.__typename === 'MessageAdded' && event(f)!.message!.id === streamId)!
+    let rebuilt = event(added)!.message!.content!
+    for (const f of streamed) {
+      const append = event(f)!.append!
+      expect(append.offset).toBe(rebuilt.length)
+      rebuilt += append.text
+    }
+    const stored = (await ok(server.graphqlUrl, token, MESSAGES, { id: sessionId })).session.messages.find((m) => m.id === streamId)!
+    expect(rebuilt).toBe(stored.content)
+    expect(rebuilt).toBe(Array.from({ length: count }, (_, i) => `${i};`).join(''))
+    raw.socket.close()
   }, 90_000)
 })

@@ -94,7 +94,7 @@ const MessageUpdatedRef = builder.objectRef<Of<'MessageUpdated'>>('MessageUpdate
       type: MessageAppendRef,
       nullable: true,
       description:
-        "(v1.2) Set when the message's content only grew since the previous MessageUpdated delivered on this subscription: the text appended at `offset`. A client that selects `append` (and not `message.content`) receives each streamed byte once; undelivered appends of one message merge into one. Null after a gap or a non-append change: then read `message.content`.",
+        "(v1.2) Set when the message's content only grew since the previous MessageUpdated delivered on this subscription: the text appended at `offset`. A client that selects `append` (and not `message.content`) receives each streamed byte once; undelivered appends of one message merge into one. Null after a gap or a non-append change: then read `message.content`. (v1.3) An append carries at most 16 KiB of text (UTF-8). Growth beyond that arrives as several MessageUpdated frames, which may share one message.version: a client applies an append whose offset equals the length it holds, whatever the version, ignores one that ends at or before that length, and treats any other offset as a gap.",
       resolve: (e, _args, ctx, info) => {
         if (!e.append) return null
         if (ctx.deliveryTag?.frameClass === 'replaceable') ctx.deliveryTag.stream?.appendPaths.push(responsePathAsArray(info.path))

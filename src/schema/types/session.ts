@@ -3,7 +3,7 @@ import { requireReadableSession, requireReadableTask } from '../authorize.ts'
 import { intInRange } from '../validate.ts'
 import { badInput, notFound } from '../../errors.ts'
 import { sessionOperation } from '../session-operation.ts'
-import { messagesOfSession } from '../../store/sessions.ts'
+import { findMessageOfSession, messagesOfSession } from '../../store/sessions.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
 import type { Context } from '../context.ts'
@@ -97,7 +97,13 @@ export const MessageRef = builder.objectRef<MessageValue>('Message').implement({
     turnId: t.exposeID('turnId', { nullable: true }),
     author: t.field({ type: MessageAuthorEnum, resolve: (m) => m.author as (typeof MessageAuthorEnum)['$inferType'] }),
     kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
-    content: t.string({ resolve: (m, _args, ctx) => contentOf(ctx.store, m) }),
+    content: t.string({
+      resolve: (m, _args, ctx) => {
+        // A streamed update that carries the whole content is never sliced (message-append.ts).
+        if (ctx.deliveryTag?.frameClass === 'replaceable' && ctx.deliveryTag.stream) ctx.deliveryTag.stream.withContent = true
+        return contentOf(ctx.store, m)
+      },
+    }),
     status: t.exposeString('status', {
       nullable: true,
       description:
@@ -140,6 +146,17 @@ export const SessionRef = builder.objectRef<SessionRow>('Session').implement({
         const messages = await messagesOfSession(ctx.store, s.id, last, args.before)
         if (!messages) throw badInput('before is not a message of this session.', 'before')
         return messages
+      },
+    }),
+    message: t.field({
+      type: MessageRef,
+      nullable: true,
+      description:
+        "One message of this session, whole, by its Message.id: what a client reads when a MessageUpdated's append is null or does not continue its copy, instead of the session's newest messages. Null when the session has no message of that id (deleted, or of another session).",
+      args: { id: t.arg.id({ required: true }) },
+      resolve: async (s, { id }, ctx) => {
+        const task = await ctx.loaders.task.load(s.taskId)
+        return task ? findMessageOfSession(ctx.store, { id: s.id, workspaceId: task.workspaceId }, String(id)) : null
       },
     }),
     turns: t.field({
