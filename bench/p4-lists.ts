@@ -144,7 +144,7 @@ try {
     notes: [
       `Both are the SDK's documents (src/client/operations/queries.graphql) with their fragments; the baseline is the same document without \`statusSummary { …StatusSummaryFields }\`. ClientBoot reads BOOT_PAGE_SIZE (${FIRST.boot}) tasks as the SDK does: with every summary field, first: 500 is over the operation cost limit.`,
       'A page with its summaries is one statement: the task rows, each task’s stored summary row and whether it has an open permission/clarification request. Two more, sent together, read the open requests with their session’s state and those sessions’ newest turns, only when some task of the page has one (one in ten here); history does not enter the read path, so the statement count is the same at every history size.',
-      'What remains of the with/without ratio is the size of what is asked: the summary selection makes the response ~3.8× larger (312 KB against 83 KB for 500 tasks) and gives the executor ~23 more fields per task (~1 KB allocated each by @graphql-tools/executor), so execution, its garbage collection and serialization, not the database, make most of the difference; `tsx bench/p4-profile.ts` splits it by origin.',
+      'What remains of the with/without ratio is the size of what is asked: the summary selection makes the response ~3.8× larger (312 KB against 83 KB for 500 tasks) and adds ~23 fields per task. Queries run through graphql-jit (src/server/jit-queries.ts); of the server’s extra time, garbage collection, encoding and serializing the larger response, execution and the summaries’ columns and open-request reads each take a part (`tsx bench/p4-profile.ts` splits it by origin), and the client’s parsing of the larger response is in the wall time too.',
     ],
   })
 } finally {

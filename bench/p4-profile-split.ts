@@ -21,6 +21,8 @@ export function phase(url: string, fn: string): string | undefined {
   if (url.includes('result-processor/stringify')) return 'serialization (yoga stringify)'
   if (url.includes('/node_modules/graphql/')) return 'graphql-js (types, values)'
   if (url.includes('@graphql-tools/executor')) return 'execution (@graphql-tools/executor)'
+  // graphql-jit's compiled queries have no url of their own: they count to graphql-jit's caller frames.
+  if (url.includes('/graphql-jit/')) return 'execution (graphql-jit)'
   if (url.includes('@pothos')) return 'pothos'
   if (/graphql-yoga|@envelop|@whatwg-node|graphql-armor|@graphql-tools|@repeaterjs/.test(url)) return 'yoga/envelop/http'
   if (url.includes('@prisma/') || url.includes('/src/generated/') || url.startsWith('wasm://')) return 'prisma (+ sqlite/pg driver)'

@@ -47,19 +47,21 @@ async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Prom
   const result = new Map<string, SessionTurns>()
   if (Array.isArray(sessions) && sessions.length === 0) return result
   const sessionIds = Array.isArray(sessions) ? Prisma.join(sessions) : sessions
+  // The message probe is in the outer query: it runs for the few newest turns of each session
+  // only, not for every turn the window ranks (their number grows with history).
   const rows = await db.$queryRaw<TurnRow[]>`
-    SELECT "id", "sessionId", "startedAt", "lifecycleOnly", "promptDispatchPending", "promptDispatchAttempted", "hasMessages",
-      "completedAt", "interruption", "queuedPrompts"
+    SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
+      EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
+      t."completedAt", t."interruption", t."queuedPrompts"
     FROM (
-      SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
-        t."completedAt", t."interruption",
-        EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
-        SUM(CASE WHEN t."queuedAt" IS NOT NULL AND t."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY t."sessionId") AS "queuedPrompts",
-        ROW_NUMBER() OVER (PARTITION BY t."sessionId" ORDER BY t."startedAt" DESC, t."id" DESC) AS "rank"
-      FROM "Turn" t
-      WHERE t."sessionId" IN (${sessionIds})
-    ) ranked
-    WHERE "rank" <= ${RECENT_TURNS}`
+      SELECT turn."id", turn."sessionId", turn."startedAt", turn."lifecycleOnly", turn."promptDispatchPending",
+        turn."promptDispatchAttempted", turn."completedAt", turn."interruption",
+        SUM(CASE WHEN turn."queuedAt" IS NOT NULL AND turn."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY turn."sessionId") AS "queuedPrompts",
+        ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "rank"
+      FROM "Turn" turn
+      WHERE turn."sessionId" IN (${sessionIds})
+    ) t
+    WHERE t."rank" <= ${RECENT_TURNS}`
   for (const row of rows) {
     const entry = result.get(row.sessionId) ?? { recent: [], queuedPrompts: rawInt(row.queuedPrompts as number | bigint) }
     entry.recent.push({
