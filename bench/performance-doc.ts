@@ -32,7 +32,7 @@ export function performanceDoc(latest: Latest, table: string): string {
     for (const note of r.notes ?? []) lines.push(`- ${note}`)
     lines.push('')
   }
-  lines.push('## Running it', '', '`npm run bench` runs all of them (about ten minutes on 2 cores); `npm run bench -- P2 P5` runs some and', 'keeps the other rows of the last full run. Results: `bench/results/latest.json`.', '')
+  lines.push('## Running it', '', '`npm run bench` runs all of them (about seventeen minutes on 2 cores); `npm run bench -- P2 P5` runs some and', 'keeps the other rows of the last full run. Results: `bench/results/latest.json`.', '')
   return lines.join('\n')
 }
 
