@@ -1,31 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { AppendChain, TRACKED_MESSAGES, streamFrame, streamTag, type Append } from '../../src/delivery/message-append.ts'
-import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { heldSocket } from '../support/held-socket.ts'
 
-/** A socket that holds written frames until the test lets them drain. */
-function fakeSocket() {
-  const written: string[] = []
-  const pending: (() => void)[] = []
-  const socket: OutboundSocket = {
-    get bufferedAmount() {
-      return pending.length > 0 ? Number.MAX_SAFE_INTEGER : 0
-    },
-    send(frame, done) {
-      written.push(String(frame))
-      // The scheduler asks for a completion only when a write may fill the socket (here: every write).
-      pending.push(done ?? (() => undefined))
-    },
-    close: () => undefined,
-    ping: () => undefined,
-  }
-  return {
-    socket,
-    written,
-    drainAll() {
-      while (pending.length) pending.shift()!()
-    },
-  }
-}
 
 const limits = (overrides: Partial<SchedulerLimits> = {}): SchedulerLimits => ({ ...DEFAULT_LIMITS, socketHighWater: 1, ...overrides })
 
@@ -111,7 +88,7 @@ describe('AppendChain (one subscription, table)', () => {
 
 describe('undelivered appends in the replaceable lane', () => {
   it('merge into one frame carrying all their text, at every aliased path; a frame nobody merged into is sent as serialized', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 3)
@@ -128,7 +105,7 @@ describe('undelivered appends in the replaceable lane', () => {
   })
 
   it('keep a status change (empty append) from costing the text queued before it', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 0)
@@ -139,7 +116,7 @@ describe('undelivered appends in the replaceable lane', () => {
   })
 
   it('after a full-content frame (append null) that was never written, the merged frame has append null too', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     scheduler.enqueueControl('busy')
@@ -150,7 +127,7 @@ describe('undelivered appends in the replaceable lane', () => {
   })
 
   it('after an eviction the next frame of that message has append null, even one executed before the eviction', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 1 }))
     const first = subscription(scheduler, 'm1')
     const other = subscription(scheduler, 'm2')
@@ -170,7 +147,7 @@ describe('undelivered appends in the replaceable lane', () => {
   })
 
   it('an errored frame carries no append, and the next one follows a gap', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const chain = new AppendChain()
     chain.seed('m1', 1, 0)
@@ -182,7 +159,7 @@ describe('undelivered appends in the replaceable lane', () => {
   })
 
   it('of two subscriptions on one connection never merge into each other', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const [a, b] = [subscription(scheduler), subscription(scheduler)]
     a.chain.seed('m1', 1, 0)

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { APPEND_SLICE_BYTES, AppendChain, MIN_SLICE_BYTES, sliceAppend, sliceBound, streamFrame, streamTag, utf8Cut, type Append } from '../../src/delivery/message-append.ts'
-import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
 import { simulatedPeer } from '../support/simulated-peer.ts'
+import { heldSocket } from '../support/held-socket.ts'
 
 const MAX = APPEND_SLICE_BYTES
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8')
@@ -79,34 +80,6 @@ describe('slicing an append at 16 KiB of UTF-8', () => {
   })
 })
 
-/** A socket that holds each written frame until the test lets it drain, one at a time or all. */
-function fakeSocket() {
-  const written: string[] = []
-  const pending: (() => void)[] = []
-  const socket: OutboundSocket = {
-    get bufferedAmount() {
-      return pending.length > 0 ? Number.MAX_SAFE_INTEGER : 0
-    },
-    send(frame, done) {
-      written.push(String(frame))
-      // With a high-water mark of 1 byte every write asks for its completion.
-      pending.push(done ?? (() => undefined))
-    },
-    close: () => undefined,
-    ping: () => undefined,
-  }
-  return {
-    socket,
-    written,
-    /** The oldest write completes: the scheduler writes its next frame. */
-    drainOne() {
-      pending.shift()?.()
-    },
-    drainAll() {
-      while (pending.length) pending.shift()!()
-    },
-  }
-}
 
 /** One frame in flight at a time; no send window (its pacing has its own tests). */
 const limits = (overrides: Partial<SchedulerLimits> = {}): SchedulerLimits => ({ ...DEFAULT_LIMITS, socketHighWater: 1, sendWindow: undefined, ...overrides })
@@ -163,7 +136,7 @@ function rebuild(frames: string[], base: string): string {
 
 describe('appends over 16 KiB in the replaceable lane', () => {
   it('a single large publication goes out as consecutive slices of one version, offsets contiguous, in order', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 3)
@@ -178,7 +151,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('undelivered appends merged past the bound are split at it, no surrogate pair cut', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 0)
@@ -200,7 +173,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('writes one slice per turn: a control frame queued after the first slice goes before the rest', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 0)
@@ -214,7 +187,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('a newer update of the message merges into the unsent rest, which keeps its place before later frames', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     const other = subscription(scheduler, { messageId: 'm2' })
@@ -240,7 +213,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it("the rest is written before a later semantic frame of the session (the session's barrier)", () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 0)
@@ -251,7 +224,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('an evicted rest makes the next frame of the message a gap (append null)', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 1 }))
     const sub = subscription(scheduler)
     const other = subscription(scheduler, { messageId: 'm2' })
@@ -266,7 +239,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('a frame that selects message.content is not sliced: it carries the content, and append null past the bound', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     const sub = subscription(scheduler, { withContent: true })
     sub.chain.seed('m1', 1, 0)
@@ -278,7 +251,7 @@ describe('appends over 16 KiB in the replaceable lane', () => {
   })
 
   it('in FIFO mode (the bench baseline) the slices are queued at once, in order', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ fifo: true }))
     const sub = subscription(scheduler)
     sub.chain.seed('m1', 1, 0)

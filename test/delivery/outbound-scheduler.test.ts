@@ -1,46 +1,13 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { heldSocket } from '../support/held-socket.ts'
 
-/** A socket that holds written frames until the test lets them drain. */
-function fakeSocket(highWater = 1) {
-  const written: string[] = []
-  const pending: (() => void)[] = []
-  let closed: { code: number; reason: string } | undefined
-  const socket: OutboundSocket = {
-    get bufferedAmount() {
-      return pending.length >= highWater ? Number.MAX_SAFE_INTEGER : 0
-    },
-    send(frame, done) {
-      written.push(String(frame))
-      // The scheduler asks for a completion only when a write may fill the socket (here: every write).
-      pending.push(done ?? (() => undefined))
-    },
-    close(code, reason) {
-      closed = { code, reason }
-    },
-    ping: () => undefined,
-  }
-  return {
-    socket,
-    written,
-    get closed() {
-      return closed
-    },
-    /** Lets every frame written so far leave; the scheduler writes more in response. */
-    drainAll() {
-      while (pending.length) pending.shift()!()
-    },
-    drainOne() {
-      pending.shift()?.()
-    },
-  }
-}
 
 const limits = (overrides: Partial<SchedulerLimits> = {}): SchedulerLimits => ({ ...DEFAULT_LIMITS, socketHighWater: 1, ...overrides })
 
 describe('OutboundScheduler', () => {
   it('writes control frames before queued semantic and replaceable frames', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     scheduler.enqueueSemantic('sem-1', 'a') // written at once: the socket was idle
     scheduler.enqueueSemantic('sem-2', 'a')
@@ -51,7 +18,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('replaces an unsent MessageUpdated of the same key in place', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const replaced: string[] = []
     const scheduler = new OutboundScheduler(s.socket, limits(), { replaced: (id) => replaced.push(id) })
     scheduler.enqueueControl('busy')
@@ -65,7 +32,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('treats a semantic frame of a session as a barrier for that session’s replaceables', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     scheduler.enqueueControl('busy')
     scheduler.enqueueReplaceable('a: m1 v2', 'a', 'm1')
@@ -80,7 +47,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('after a burst of semantic frames forces one replaceable frame', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ semanticBurst: 3 }))
     scheduler.enqueueControl('busy')
     for (let i = 1; i <= 7; i++) scheduler.enqueueSemantic(`sem-${i}`, 'feed')
@@ -90,7 +57,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('serves sessions round-robin', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     scheduler.enqueueControl('busy')
     for (let i = 1; i <= 3; i++) scheduler.enqueueReplaceable(`a${i}`, 'a', `ma${i}`)
@@ -100,7 +67,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('evicts only the noisy session’s oldest replaceable entry when it exceeds its allowance', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const evicted: string[] = []
     const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 2 }), { evicted: (id) => evicted.push(id) })
     scheduler.enqueueControl('busy')
@@ -113,7 +80,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('when the connection allowance is full, evicts from the session holding the most keys and queues the quiet session’s update', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const evicted: string[] = []
     const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerSession: 4, replaceablePerConnection: 6 }), {
       evicted: (id) => evicted.push(id),
@@ -129,7 +96,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('a barrier flushes only its own session’s earlier replaceables, outside the semantic lane’s bound', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const closes: string[] = []
     const scheduler = new OutboundScheduler(s.socket, limits({ semantic: 4 }), { overflowClosed: (c) => closes.push(c) })
     scheduler.enqueueControl('busy')
@@ -148,7 +115,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('a noisy session’s barriers never make the connection close: its replaceables stay within its own allowance', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ semantic: 8, replaceablePerSession: 32 }))
     scheduler.enqueueControl('busy')
     for (let turn = 0; turn < 4; turn++) {
@@ -164,7 +131,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('forgets a session once it has nothing queued', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits())
     scheduler.enqueueControl('busy')
     for (const id of ['a', 'b', 'c']) {
@@ -179,7 +146,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('forgets a session whose last entry was evicted for another session', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ replaceablePerConnection: 2 }))
     scheduler.enqueueControl('busy')
     scheduler.enqueueReplaceable('a1', 'a', 'm')
@@ -192,7 +159,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('closes the connection with 1013 when control traffic cannot be queued', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const closes: string[] = []
     const scheduler = new OutboundScheduler(s.socket, limits({ control: 2 }), { overflowClosed: (c) => closes.push(c) })
     scheduler.enqueueControl('c0') // written, not drained
@@ -206,7 +173,7 @@ describe('OutboundScheduler', () => {
   })
 
   it('stops writing while the socket buffers its high-water mark, and resumes on drain', () => {
-    const s = fakeSocket(2)
+    const s = heldSocket(2)
     const scheduler = new OutboundScheduler(s.socket, limits())
     for (let i = 1; i <= 5; i++) scheduler.enqueueSemantic(`sem-${i}`)
     expect(s.written).toEqual(['sem-1', 'sem-2'])
@@ -293,7 +260,7 @@ describe('OutboundScheduler batches', () => {
 
 describe('OutboundScheduler in FIFO mode (the measurement baseline)', () => {
   it('writes every frame in arrival order, replacing and prioritizing nothing', () => {
-    const s = fakeSocket()
+    const s = heldSocket()
     const scheduler = new OutboundScheduler(s.socket, limits({ fifo: true }))
     scheduler.enqueueSemantic('sem-1', 'a')
     scheduler.enqueueReplaceable('m1 v2', 'a', 'm1')
