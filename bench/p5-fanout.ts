@@ -23,6 +23,7 @@ const ROUNDS = Number(process.env.BENCH_P5_ROUNDS ?? 5)
 const WORKERS = Number(process.env.BENCH_P5_WORKERS ?? 3)
 /** Rounds under the CPU profiler, after the measured ones, of the SDK's resumed subscribers at the largest size and of raw ws. */
 const PROFILE_ROUNDS = Number(process.env.BENCH_P5_PROFILE_ROUNDS ?? 3)
+const OPEN_PROFILE_FILE = process.env.BENCH_P5_PROFILE_OPEN
 const ROUND_TIMEOUT_MS = 30_000
 /** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
 const SETUP_TIMEOUT_MS = 180_000
@@ -133,9 +134,10 @@ async function timedOpen(fleet: ClientFleet, url: string, size: number, handshak
 
 async function measureServer(server: BenchServer, fleet: ClientFleet, fixture: FeedFixture, size: number, revision: { next: number }, variant: Variant, profile: boolean): Promise<Measured> {
   const payload = variant.payload(fixture, await bootFeedCursor(server, fixture.workspaceId))
-  if (process.env.PROFILE_OPEN) await server.call('profileStart')
+  // BENCH_P5_PROFILE_OPEN=<file>: a CPU profile of the opening (connect, init, subscribe) written there.
+  if (OPEN_PROFILE_FILE) await server.call('profileStart')
   const openMs = await timedOpen(fleet, server.wsUrl, size, { kind: 'subscribe', token: BENCH_ADMIN_TOKEN, payload }, () => server.call<number>('subscriptions'))
-  if (process.env.PROFILE_OPEN) await server.call('profileStop', { file: process.env.PROFILE_OPEN })
+  if (OPEN_PROFILE_FILE) await server.call('profileStop', { file: OPEN_PROFILE_FILE })
   console.info(`  ${size} subscribed (${variant.id}) in ${(openMs / 1000).toFixed(1)} s`)
   const measured = await measure(
     fleet,
