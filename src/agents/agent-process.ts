@@ -12,6 +12,7 @@ import {
 } from '@agentclientprotocol/sdk'
 import type { AgentProfile } from '../config/config.ts'
 import type { Logger } from '../observability/logger.ts'
+import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
 import { BoundedHandoff } from './bounded-handoff.ts'
 import { ChunkMerger, chunkCount } from './chunk-merge.ts'
 import {
@@ -102,12 +103,20 @@ export class AgentProcess {
     logger: Logger
     /** ACP session to load (resume) instead of creating a new one, when the agent supports it. */
     resumeAcpSessionId?: string | null
+    /** The session the agent serves: in its environment (AGENT_SESSION_ID_ENV), so operators and tests can tell agents apart. */
+    sessionId?: string
+    /** Ends the agent's process group if this server stalls past its lease or dies. */
+    watchdog?: AgentWatchdog
   }): Promise<AgentProcess> {
     const [command, ...args] = options.profile.command as [string, ...string[]]
     const child = spawn(command, args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.profile.env },
+      env: { ...process.env, ...options.profile.env, ...(options.sessionId && { [AGENT_SESSION_ID_ENV]: options.sessionId }) },
       stdio: ['pipe', 'pipe', 'pipe'],
+      // Its own process group: a terminal's Ctrl-C (SIGINT to the server's group) reaches the
+      // server, which ends its agents as a stop, instead of killing them before it can. Stopping
+      // and the watchdog end the whole group, so tools the agent started end with it.
+      detached: true,
     })
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve)
@@ -120,10 +129,17 @@ export class AgentProcess {
       )
     })
     await spawned
+    const pid = child.pid!
+    options.watchdog?.watch(pid)
     // The agent's stderr may echo transcript content: drained, never logged.
     child.stderr.resume()
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal })),
+      child.once('exit', (code, signal) => {
+        // Tools the agent left running would otherwise outlive it in its group.
+        signalGroup(pid, 'SIGKILL')
+        options.watchdog?.unwatch(pid)
+        resolve({ code, signal })
+      }),
     )
     const handoff = new BoundedHandoff<AgentInput>(HANDOFF_CAPACITY, inputWeight)
     const app = client({ name: 'task-status-server' })
@@ -199,11 +215,24 @@ export class AgentProcess {
     this.handoff.close()
     this.connection.close()
     if (this.child.exitCode === null && this.child.signalCode === null) {
-      this.child.kill('SIGTERM')
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs)
+      const pid = this.child.pid!
+      signalGroup(pid, 'SIGTERM')
+      const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs)
       await this.exited
       clearTimeout(timer)
     }
+  }
+}
+
+/** The environment variable naming the session an agent process serves. */
+export const AGENT_SESSION_ID_ENV = 'TASK_STATUS_SESSION_ID'
+
+/** Signals an agent's whole process group (it leads it: spawned detached). */
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal)
+  } catch {
+    // The group is gone already.
   }
 }
 

@@ -9,7 +9,13 @@ export const WRITE_RETRY_DELAYS_MS = [50, 250, 1000, 4000] as const
  */
 export async function retryWrite<T>(
   write: () => Promise<T>,
-  options: { scheduler: Scheduler; onRetry: (error: unknown, attempt: number) => void; delaysMs?: readonly number[] },
+  options: {
+    scheduler: Scheduler
+    onRetry: (error: unknown, attempt: number) => void
+    delaysMs?: readonly number[]
+    /** False: thrown at once (a refusal that a retry cannot change). */
+    retryable?: (error: unknown) => boolean
+  },
 ): Promise<T> {
   const delays = options.delaysMs ?? WRITE_RETRY_DELAYS_MS
   for (let attempt = 0; ; attempt++) {
@@ -17,7 +23,7 @@ export async function retryWrite<T>(
       return await write()
     } catch (error) {
       const delay = delays[attempt]
-      if (delay === undefined) throw error
+      if (delay === undefined || options.retryable?.(error) === false) throw error
       options.onRetry(error, attempt + 1)
       await new Promise<void>((resolve) => options.scheduler.setTimeout(resolve, delay))
     }

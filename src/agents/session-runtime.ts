@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { RequestError, type SessionNotification } from '@agentclientprotocol/sdk'
 import type { Logger } from '../observability/logger.ts'
 import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
-import type { Store } from '../store/store.ts'
+import { OwnershipLostError, type Store } from '../store/store.ts'
 import {
   addMessage,
   cancelPendingRequests,
@@ -69,6 +69,11 @@ export class SessionRuntime {
       logger: Logger
       metrics: AgentMetrics
       scheduler?: Scheduler
+      /**
+       * This instance still holds its lease by its own clock. Once it does not (a stall or an
+       * outage past it), another instance may own the session: nothing more is written or published.
+       */
+      leaseHeld?: () => boolean
       /** Called once the runtime is over (stopped or crashed), so the manager forgets it. */
       onFinished: (runtime: SessionRuntime) => void
     },
@@ -78,7 +83,10 @@ export class SessionRuntime {
         create: (kind, text) => this.#createStreamMessage(kind, text),
         update: (messageId, append) => this.#appendStreamMessage(messageId, append),
       },
-      (error) => deps.logger.error({ sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed'),
+      (error) => {
+        if (error instanceof OwnershipLostError) return this.#ownershipLost()
+        deps.logger.error({ sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed')
+      },
       deps.scheduler,
     )
     this.#scheduler = deps.scheduler ?? realScheduler
@@ -106,7 +114,11 @@ export class SessionRuntime {
   enqueuePrompt(turnId: string, text: string): boolean {
     if (this.#finished) return false
     this.#queue.push({ turnId, text })
-    this.#dispatchNext().catch((error: unknown) => this.#failed('prompt_dispatch_failed', 'The prompt could not be dispatched: a database write failed.', error))
+    this.#dispatchNext().catch((error: unknown) =>
+      error instanceof OwnershipLostError
+        ? this.#ownershipLost()
+        : this.#failed('prompt_dispatch_failed', 'The prompt could not be dispatched: a database write failed.', error),
+    )
     return true
   }
 
@@ -134,8 +146,8 @@ export class SessionRuntime {
    * the session's records.
    */
   async abandon(): Promise<void> {
-    if (this.#finished) return
     this.#abandoned = true
+    if (this.#finished) return
     this.#finished = true
     this.coalescer.discard()
     this.#queue = []
@@ -174,6 +186,10 @@ export class SessionRuntime {
       try {
         await this.#handle(input)
       } catch (error) {
+        if (error instanceof OwnershipLostError) {
+          this.#ownershipLost()
+          continue
+        }
         // Skipping the input would leave a turn that never ends (later prompts would never be
         // dispatched): the session ends visibly instead.
         await this.#failed('agent_input_failed', 'An agent update could not be stored: a database write failed.', error, input.type)
@@ -255,6 +271,7 @@ export class SessionRuntime {
         await this.coalescer.flush()
         const existing = await findToolCallMessage(this.deps.store, this.sessionId, update.toolCallId)
         if (!existing) return
+        this.#guard('tool call update')
         const message = await updateMessage(this.deps.store, existing.id, {
           ...(update.status && { status: TOOL_STATUS[update.status] ?? existing.status }),
           ...(update.title && { content: update.title }),
@@ -266,6 +283,7 @@ export class SessionRuntime {
         const model = update.configOptions.find((o) => o.category === 'model' && o.type === 'select')
         if (!model || model.type !== 'select') return
         const options = (model.options as { value?: string; name: string }[]).filter((o) => typeof o.value === 'string')
+        this.#guard('models')
         await updateSession(this.deps.store, this.sessionId, {
           currentModelId: model.currentValue,
           availableModels: options.map((o) => ({ id: o.value!, name: o.name })),
@@ -379,10 +397,37 @@ export class SessionRuntime {
     this.#publishState(state)
   }
 
-  /** A repeatable write, retried with backoff; the last failure is thrown. */
+  /**
+   * Fencing, on this side: a write is made only while this runtime may still own its session
+   * (never abandoned, the lease held by this instance's clock). The store checks ownership again
+   * in the write itself, for a stall between this check and the write.
+   */
+  #guard(what: string): void {
+    if (this.#abandoned || (this.deps.leaseHeld && !this.deps.leaseHeld())) throw new OwnershipLostError(`${what} of session ${this.sessionId}`)
+  }
+
+  /**
+   * Another instance may own the session now (this one stalled or lost the database past its
+   * lease): the runtime ends as abandoned, its agent stopped, nothing more written or published.
+   */
+  #ownershipLost(): void {
+    if (this.#abandoned) return
+    this.#abandoned = true
+    this.deps.logger.warn({ sessionId: this.sessionId, action: 'session.ownership_lost' }, 'this instance no longer owns the session; its agent ends here without writing')
+    this.abandon().catch((error: unknown) =>
+      this.deps.logger.warn({ sessionId: this.sessionId, action: 'agent.stop', ...errorFields(error) }, 'agent stop failed'),
+    )
+  }
+
+  /** A repeatable write, retried with backoff; the last failure is thrown. A fenced refusal is never retried. */
   #write<T>(what: string, write: () => Promise<T>): Promise<T> {
-    if (this.#abandoned) return Promise.reject(new Error(`${what}: the session is owned by another instance now`))
+    try {
+      this.#guard(what)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return retryWrite(write, {
+      retryable: (error) => !(error instanceof OwnershipLostError),
       scheduler: this.#scheduler,
       onRetry: (error, attempt) =>
         this.deps.logger.warn({ sessionId: this.sessionId, action: 'store.retry', write: what, attempt, ...errorFields(error) }, 'store write failed, retrying'),
@@ -394,6 +439,7 @@ export class SessionRuntime {
     try {
       return await this.#write(what, write)
     } catch (error) {
+      if (error instanceof OwnershipLostError) return void this.#ownershipLost()
       this.deps.logger.error({ sessionId: this.sessionId, action: 'store.gave_up', write: what, ...errorFields(error) }, 'store write failed for good')
       return undefined
     }
@@ -405,6 +451,7 @@ export class SessionRuntime {
 
   /** Stores an agent message of the current turn and announces it. */
   async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
+    this.#guard('message')
     const message = await addMessage(this.deps.store, {
       id: randomUUID(),
       sessionId: this.sessionId,
@@ -428,6 +475,7 @@ export class SessionRuntime {
 
   /** Only the window's text crosses the store and the pub/sub: subscribers that follow appends never reread the content. */
   async #appendStreamMessage(messageId: string, append: StreamAppend): Promise<void> {
+    this.#guard('stream append')
     const result = await appendMessageContent(this.deps.store, messageId, append.text)
     if (!result) return // deleted with its session meanwhile: nobody to tell
     this.deps.metrics.published()
@@ -435,7 +483,7 @@ export class SessionRuntime {
   }
 
   #publish(payload: SessionEventPayload): void {
-    if (this.#abandoned) return
+    if (this.#abandoned || (this.deps.leaseHeld && !this.deps.leaseHeld())) return
     this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
       this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
     })

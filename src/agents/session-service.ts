@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto'
 import type { AgentProfile } from '../config/config.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
-import type { Store } from '../store/store.ts'
+import { ownedBy, type Store } from '../store/store.ts'
+import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
 import {
   acceptUserPrompt,
   clearLaunchError,
@@ -65,8 +66,17 @@ export class SessionService {
       scheduler?: Scheduler
       /** The instance a new session's agent runs on (it owns the session from the start). */
       instanceId?: string
+      /** Ends this instance's agents when it stalls past its lease or dies (absent: agents end with their stdin only). */
+      watchdog?: AgentWatchdog
+      /** This instance still holds its lease by its own clock: a runtime writes nothing once it does not. */
+      leaseHeld?: () => boolean
     },
-  ) {}
+  ) {
+    // Every write a runtime makes is conditional on this instance still owning its session.
+    this.#runtimeStore = deps.instanceId ? ownedBy(deps.store, deps.instanceId) : deps.store
+  }
+
+  readonly #runtimeStore: Store
 
   /** Sessions whose agent runs on this instance. */
   liveSessionIds(): string[] {
@@ -95,14 +105,16 @@ export class SessionService {
         )
     const cwd = task.repositories.find((r) => r.localPath)?.localPath ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
     let agent: AgentProcess
+    const sessionId = randomUUID()
     try {
-      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger })
+      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger, sessionId, watchdog: this.deps.watchdog })
     } catch (error) {
       if (error instanceof AgentLaunchError)
         return this.#launchFailed(task.id, null, error.code, error.message, ['RETRY_DEFAULT'])
       throw error
     }
     const session = await createSession(store, {
+      id: sessionId,
       taskId: task.id,
       agentProfile: input.agentProfile,
       state: 'STARTING',
@@ -131,6 +143,7 @@ export class SessionService {
   #attach(sessionId: string, agent: AgentProcess): SessionRuntime {
     const runtime = new SessionRuntime(sessionId, agent, {
       ...this.deps,
+      store: this.#runtimeStore,
       onFinished: (finished) => {
         if (this.#runtimes.get(sessionId) === finished) this.#runtimes.delete(sessionId)
       },
@@ -164,7 +177,14 @@ export class SessionService {
     const boot = await startTurn(store, { sessionId, lifecycleOnly: true })
     let agent: AgentProcess
     try {
-      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger, resumeAcpSessionId: session.acpSessionId })
+      agent = await AgentProcess.launch({
+        profile,
+        cwd,
+        logger: this.deps.logger,
+        resumeAcpSessionId: session.acpSessionId,
+        sessionId,
+        watchdog: this.deps.watchdog,
+      })
     } catch (error) {
       await completeTurn(store, boot.id, 'agent_boot_failed')
       await setSessionError(store, sessionId, { code: 'agent_start_failed', message: (error as Error).message, stamp: randomUUID(), occurredAt: store.now() })

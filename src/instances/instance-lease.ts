@@ -24,29 +24,68 @@ export interface LeaseHooks {
   afterRenewal(): Promise<void>
 }
 
+/** Where the lease's deadlines go: the agent watchdog (src/agents/watchdog/agent-watchdog.ts). */
+export interface LeaseDeadlines {
+  /** Agents must be gone by `ms` from now unless a later deadline arrives; null: never. */
+  deadline(ms: number | null): void
+}
+
+/** The server ends its own agents this far (a share of the lease) before its lease could expire. */
+export const FENCE_MARGIN = 0.2
+/** The watchdog ends them this far before, when the server itself could not (stalled): later than the server would. */
+export const WATCHDOG_MARGIN = 0.1
+/** Backoff between renewal attempts after a failure, each capped by what is left before the fence. */
+export const RENEWAL_RETRY_MS = [100, 200, 400, 800, 1600] as const
+
 /**
  * This instance's lease: registered at start, renewed every third of SESSION_LEASE_MS (one
  * statement, whatever the number of sessions), ended at once on a graceful shutdown so others
- * take the sessions over without waiting for it to lapse. Passes never overlap.
+ * take the sessions over without waiting for it to lapse.
+ *
+ * Fencing: every grant (registration, renewal) is timed on this process's monotonic clock from
+ * just before its statement, so the lease here never outlives the row other instances read. A
+ * failed renewal is retried with backoff inside the lease (a database blip shorter than the lease
+ * costs no session); if none succeeds, the agents here end a fifth of the lease before it could
+ * expire (`leaseLost`), and the watchdog, told each deadline, ends them a little later should this
+ * process be stalled and unable to. Renewals never wait for the maintenance pass (takeovers), so
+ * a slow takeover cannot cost the lease. With `exclusive` (SQLite, whose file lock proves this
+ * server alone) the lease never expires while the process lives.
  */
 export class InstanceLease {
   #timer: unknown
-  #pass: Promise<void> | undefined
+  #fenceTimer: unknown
+  #renewing: Promise<boolean | undefined> | undefined
+  #maintaining: Promise<void> | undefined
   #stopped = false
-  /** When the lease last renewed would expire, by this instance's clock. */
+  /** When the lease last granted would expire, on this instance's monotonic clock. */
   #validUntil = 0
+  /** The agents here ended (fence or lapse) while sessions may still be ours: their open work is recovered next. */
+  #fenced = false
   readonly #timers: Scheduler
+  readonly #monotonic: () => number
 
   constructor(
     readonly instanceId: string,
-    private readonly deps: { store: Store; logger: Logger; leaseMs: number; hooks: LeaseHooks; timers?: Scheduler },
+    private readonly deps: {
+      store: Store
+      logger: Logger
+      leaseMs: number
+      hooks: LeaseHooks
+      timers?: Scheduler
+      /** This process's monotonic clock in ms (performance.now): a wall-clock jump moves no deadline. */
+      monotonic?: () => number
+      deadlines?: LeaseDeadlines
+      /** No other instance can exist (SQLite's lock): the lease never expires while this process lives. */
+      exclusive?: boolean
+    },
   ) {
     this.#timers = deps.timers ?? { setTimeout: (fn, ms) => setTimeout(fn, ms).unref(), clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout) }
+    this.#monotonic = deps.monotonic ?? (() => performance.now())
   }
 
-  /** The last renewal still holds by this instance's clock (false: another instance may be taking over). */
+  /** The last grant still holds by this instance's clock (false: another instance may be taking over). */
   get valid(): boolean {
-    return this.deps.store.now().getTime() < this.#validUntil
+    return this.deps.exclusive === true || this.#monotonic() < this.#validUntil
   }
 
   get intervalMs(): number {
@@ -54,39 +93,59 @@ export class InstanceLease {
   }
 
   async register(): Promise<void> {
+    const startedAt = this.#monotonic()
     await registerInstance(this.deps.store, this.instanceId, this.deps.leaseMs)
-    this.#validUntil = this.deps.store.now().getTime() + this.deps.leaseMs
+    this.#granted(startedAt)
   }
 
   start(): void {
     this.#schedule()
   }
 
-  /** One heartbeat: renew (or notice the lease lapsed), drop sessions taken over elsewhere, take over expired ones. */
-  tick(): Promise<void> {
-    this.#pass ??= this.#tick().finally(() => (this.#pass = undefined))
-    return this.#pass
+  /**
+   * One heartbeat: renew (or notice the lease lapsed), then the maintenance pass (recover what a
+   * fence or lapse left, drop sessions taken over elsewhere, take over expired ones).
+   */
+  async tick(): Promise<void> {
+    const renewed = await this.#renewal()
+    await this.#maintenance(renewed)
   }
 
-  async #tick(): Promise<void> {
-    const { store, logger, leaseMs, hooks } = this.deps
-    let renewed: boolean
-    try {
-      renewed = await renewInstance(store, this.instanceId, leaseMs)
-    } catch (error) {
-      logger.warn({ ...errorFields(error), action: 'instance.renew' }, 'lease renewal failed')
-      // Past the lease another instance may already run these sessions: end ours rather than run twice.
-      if (store.now().getTime() >= this.#validUntil) await hooks.leaseLost()
-      return
+  /** Renewals never overlap. */
+  #renewal(): Promise<boolean | undefined> {
+    this.#renewing ??= this.#renewOrReacquire().finally(() => (this.#renewing = undefined))
+    return this.#renewing
+  }
+
+  async #renewOrReacquire(): Promise<boolean | undefined> {
+    const renewed = await this.#renew()
+    if (renewed !== false) return renewed
+    if (!this.deps.exclusive) {
+      this.deps.logger.warn({ action: 'instance.lease_lost' }, 'the lease lapsed before it was renewed; agents here end, the lease is taken anew')
+      await this.deps.hooks.leaseLost()
+      this.#fenced = true
     }
-    if (!renewed) {
-      logger.warn({ action: 'instance.lease_lost' }, 'the lease lapsed before it was renewed; agents here end, the lease is taken anew')
-      await hooks.leaseLost()
-      await this.#reacquire()
+    // Alone on the file (exclusive), a lapse is only this process having been slow: nothing ends.
+    await this.#reacquire()
+    return false
+  }
+
+  /** Passes never overlap: one requested while another runs is that one (it does the same work). */
+  #maintenance(renewed: boolean | undefined): Promise<void> {
+    if (renewed === undefined) return Promise.resolve()
+    this.#maintaining ??= this.#maintain(renewed).finally(() => (this.#maintaining = undefined))
+    return this.#maintaining
+  }
+
+  async #maintain(renewed: boolean): Promise<void> {
+    const { store, logger, hooks } = this.deps
+    if (this.#fenced) {
+      // The agents here ended (fence or lapse): what is still ours has open work no agent carries.
+      this.#fenced = false
       await hooks.recoverOwned()
-      return
     }
-    this.#validUntil = store.now().getTime() + leaseMs
+    // Taken anew after a lapse: the next heartbeat looks further.
+    if (!renewed) return
     const lost = await sessionsLostBy(store, this.instanceId, hooks.runningSessions())
     if (lost.length > 0) {
       logger.warn({ action: 'instance.sessions_lost', sessions: lost.length }, 'sessions taken over by another instance; their agents end here')
@@ -95,18 +154,67 @@ export class InstanceLease {
     await hooks.afterRenewal()
   }
 
+  /**
+   * Renews, retrying a failed attempt with backoff while the lease holds (before the fence).
+   * True: renewed; false: the lease had lapsed in the database; undefined: every attempt failed.
+   */
+  async #renew(): Promise<boolean | undefined> {
+    const { store, logger, leaseMs } = this.deps
+    for (let attempt = 0; ; attempt++) {
+      const startedAt = this.#monotonic()
+      try {
+        const renewed = await renewInstance(store, this.instanceId, leaseMs)
+        if (renewed) this.#granted(startedAt)
+        return renewed
+      } catch (error) {
+        logger.warn({ ...errorFields(error), action: 'instance.renew', attempt: attempt + 1 }, 'lease renewal failed')
+        const delay = RENEWAL_RETRY_MS[Math.min(attempt, RENEWAL_RETRY_MS.length - 1)]!
+        const fenceAt = this.#validUntil - leaseMs * FENCE_MARGIN
+        if (this.#stopped) return undefined
+        // Exclusive: no fence to stay inside; the next heartbeat tries again.
+        if (this.deps.exclusive ? attempt >= RENEWAL_RETRY_MS.length - 1 : this.#monotonic() + delay >= fenceAt) return undefined
+        await new Promise<void>((resolve) => this.#timers.setTimeout(resolve, delay))
+      }
+    }
+  }
+
+  /** A grant from `startedAt` (just before its statement): new deadlines for the fence and the watchdog. */
+  #granted(startedAt: number): void {
+    const { leaseMs, deadlines } = this.deps
+    this.#validUntil = startedAt + leaseMs
+    if (this.deps.exclusive) return deadlines?.deadline(null)
+    const now = this.#monotonic()
+    deadlines?.deadline(Math.max(0, this.#validUntil - leaseMs * WATCHDOG_MARGIN - now))
+    this.#timers.clearTimeout(this.#fenceTimer)
+    this.#fenceTimer = this.#timers.setTimeout(() => this.#fence(), Math.max(0, this.#validUntil - leaseMs * FENCE_MARGIN - now))
+  }
+
+  /** No renewal in time: the agents here end now, before another instance may start its own. */
+  #fence(): void {
+    if (this.#stopped) return
+    this.#fenced = true
+    this.deps.logger.warn({ action: 'instance.fence' }, 'the lease could not be renewed in time; agents here end before it can expire')
+    this.deps.hooks.leaseLost().catch((error: unknown) =>
+      this.deps.logger.error({ ...errorFields(error), action: 'instance.fence' }, 'ending agents at the fence failed'),
+    )
+  }
+
   /** After a lapse: the row comes back with a fresh lease (it may have been forgotten meanwhile). */
   async #reacquire(): Promise<void> {
+    const startedAt = this.#monotonic()
     await reacquireInstance(this.deps.store, this.instanceId, this.deps.leaseMs)
-    this.#validUntil = this.deps.store.now().getTime() + this.deps.leaseMs
+    this.#granted(startedAt)
   }
 
   #schedule(): void {
     if (this.#stopped) return
     this.#timer = this.#timers.setTimeout(() => {
-      this.tick()
-        .catch((error: unknown) => this.deps.logger.error({ ...errorFields(error), action: 'instance.heartbeat' }, 'heartbeat pass failed'))
+      const failed = (error: unknown) => this.deps.logger.error({ ...errorFields(error), action: 'instance.heartbeat' }, 'heartbeat pass failed')
+      // The next renewal is timed from this one's end, not from the maintenance pass's.
+      this.#renewal()
         .finally(() => this.#schedule())
+        .then((renewed) => this.#maintenance(renewed))
+        .catch(failed)
     }, this.intervalMs)
   }
 
@@ -114,7 +222,8 @@ export class InstanceLease {
   async release(): Promise<void> {
     this.#stopped = true
     this.#timers.clearTimeout(this.#timer)
-    await this.#pass?.catch(() => undefined)
+    this.#timers.clearTimeout(this.#fenceTimer)
+    await Promise.allSettled([this.#renewing, this.#maintaining])
     await expireInstance(this.deps.store, this.instanceId)
   }
 }

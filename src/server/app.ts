@@ -34,6 +34,7 @@ import { createAgentMetrics } from '../agents/agent-metrics.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import type { SchedulerLimits } from '../delivery/outbound-scheduler.ts'
 import { InstanceLease, newInstanceId } from '../instances/instance-lease.ts'
+import { AgentWatchdog } from '../agents/watchdog/agent-watchdog.ts'
 import { CommandBus } from '../instances/command-bus.ts'
 import { SessionCommands } from '../instances/session-commands.ts'
 import { createInstanceMetrics } from '../instances/instance-metrics.ts'
@@ -162,6 +163,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   projector.start()
 
   const profiles = agentProfiles(config.agentProfiles)
+  // Ends the agents should this process stall past its lease or die (started with the first agent).
+  const watchdog = new AgentWatchdog({ logger })
   const sessions = new SessionService({
     store,
     pubsub,
@@ -170,6 +173,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     profiles,
     scheduler: options.scheduler,
     instanceId,
+    watchdog,
+    leaseHeld: () => lease.valid,
   })
 
   const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
@@ -182,6 +187,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store,
     logger,
     leaseMs: config.sessionLeaseMs,
+    deadlines: watchdog,
+    // The SQLite lock proves this server alone: its own lease must never end its own sessions.
+    exclusive: config.databaseProvider === 'sqlite',
     hooks: {
       runningSessions: () => sessions.liveSessionIds(),
       abandon: (ids) => sessions.abandon(ids),
@@ -272,6 +280,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       // lease: other instances take the sessions over at once instead of waiting for it to lapse.
       await bus.close()
       await sessions.shutdown()
+      watchdog.close()
       await lease.release().catch((error: unknown) => logger.warn({ err: error }, 'lease release failed; it lapses by itself'))
       stopTaskFeed()
       await access.stop()

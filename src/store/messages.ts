@@ -1,8 +1,14 @@
 // Streaming writes of message content. A long agent stream appends at the database instead of
 // rewriting the row from the process: each window sends only its own text to the store, so no
 // write (and no Prisma query argument) ever carries, or reads back, the whole content.
-import type { Store } from './store.ts'
+import { OwnershipLostError, type Store } from './store.ts'
 import { emit } from './runtime.ts'
+
+interface AppendedRow {
+  version: number | bigint
+  sessionId: string
+  taskId: string
+}
 
 export interface AppendResult {
   messageId: string
@@ -18,13 +24,25 @@ export interface AppendResult {
  */
 export async function appendMessageContent(store: Store, messageId: string, text: string): Promise<AppendResult | undefined> {
   // Quoted identifiers and `||` are the same in SQLite and PostgreSQL; RETURNING too (SQLite ≥ 3.35).
-  const rows = await store.db.$queryRaw<{ version: number | bigint; sessionId: string; taskId: string }[]>`
-    UPDATE "Message"
-    SET "content" = "content" || ${text}, "version" = "version" + 1, "updatedAt" = ${store.now()}
-    WHERE "id" = ${messageId}
-    RETURNING "version", "sessionId", "taskId"`
+  // Fenced (Store.owner), the session's owner is part of the same statement: no extra round trip.
+  const rows = store.owner
+    ? await store.db.$queryRaw<AppendedRow[]>`
+        UPDATE "Message"
+        SET "content" = "content" || ${text}, "version" = "version" + 1, "updatedAt" = ${store.now()}
+        WHERE "id" = ${messageId}
+          AND EXISTS (SELECT 1 FROM "Session" WHERE "Session"."id" = "Message"."sessionId" AND "Session"."ownerInstanceId" = ${store.owner})
+        RETURNING "version", "sessionId", "taskId"`
+    : await store.db.$queryRaw<AppendedRow[]>`
+        UPDATE "Message"
+        SET "content" = "content" || ${text}, "version" = "version" + 1, "updatedAt" = ${store.now()}
+        WHERE "id" = ${messageId}
+        RETURNING "version", "sessionId", "taskId"`
   const row = rows[0]
-  if (!row) return undefined
+  if (!row) {
+    // Nothing matched: gone with its session (nobody to tell), or its session is another instance's now.
+    if (store.owner && (await store.db.message.count({ where: { id: messageId } })) > 0) throw new OwnershipLostError(`message ${messageId}`)
+    return undefined
+  }
   await emit(store, 'message.updated', row.taskId, row.sessionId)
   return { messageId, sessionId: row.sessionId, taskId: row.taskId, version: Number(row.version) }
 }

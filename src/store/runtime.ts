@@ -2,7 +2,7 @@
 // errors (pull-request observations are in pull-requests.ts). Each emits a source event after it
 // commits; the projector re-derives the task's summary from these records.
 import { randomUUID } from 'node:crypto'
-import type { Store, SourceEventKind } from './store.ts'
+import { OwnershipLostError, type Store, type SourceEventKind } from './store.ts'
 import { LIVE_SESSION_STATES } from './instances.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { GitObservation } from '../summary/inputs.ts'
@@ -15,6 +15,35 @@ export async function emit(store: Store, kind: SourceEventKind, taskId: string, 
   store.events.emit({ kind, taskId, workspaceId: await workspaceOf(store, taskId), sessionId })
 }
 
+/** The condition a fenced store (Store.owner) adds to a session's row: still owned by that instance. */
+export function stillOwned(store: Store): { ownerInstanceId?: string } {
+  return store.owner ? { ownerInstanceId: store.owner } : {}
+}
+
+/**
+ * A fenced update of one row: Prisma answers P2025 when the row's condition (the owner among it)
+ * matches nothing, which for a fenced store means the session is another instance's now (or gone).
+ */
+export async function fenced<T>(store: Store, subject: string, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write()
+  } catch (error) {
+    if (store.owner && (error as { code?: string }).code === 'P2025') throw new OwnershipLostError(subject)
+    throw error
+  }
+}
+
+/**
+ * Inside a write's transaction: the session is still the fenced store's. The row is written (to
+ * itself), so on PostgreSQL a concurrent takeover's claim waits for this transaction, and a
+ * claim that came first makes it match nothing and roll back.
+ */
+async function assertOwned(tx: Pick<Store['db'], 'session'>, store: Store, sessionId: string): Promise<void> {
+  if (!store.owner) return
+  const { count } = await tx.session.updateMany({ where: { id: sessionId, ownerInstanceId: store.owner }, data: { ownerInstanceId: store.owner } })
+  if (count === 0) throw new OwnershipLostError(`session ${sessionId}`)
+}
+
 /** Moves the task's activity time forward (never back) for prompts and conversational turns. */
 async function touchActivity(store: Store, taskId: string, at: Date) {
   await store.db.task.updateMany({ where: { id: taskId, lastActivityAt: { lt: at } }, data: { lastActivityAt: at } })
@@ -23,6 +52,8 @@ async function touchActivity(store: Store, taskId: string, at: Date) {
 export async function createSession(
   store: Store,
   input: {
+    /** The id the session's agent was launched under (startSession launches before the row exists). */
+    id?: string
     taskId: string
     agentProfile: string
     isPrimary?: boolean
@@ -36,6 +67,7 @@ export async function createSession(
     const hasPrimary = await tx.session.count({ where: { taskId: input.taskId, isPrimary: true } })
     return tx.session.create({
       data: {
+        ...(input.id && { id: input.id }),
         taskId: input.taskId,
         agentProfile: input.agentProfile,
         state: input.state ?? 'CREATED',
@@ -61,8 +93,8 @@ export interface SessionChanges {
 }
 
 export async function updateSession(store: Store, sessionId: string, changes: SessionChanges) {
-  const session = await store.db.session.update({
-    where: { id: sessionId },
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
     data: {
       ...(changes.state !== undefined && { state: changes.state }),
       ...(changes.activeSubagentCount !== undefined && { activeSubagentCount: changes.activeSubagentCount }),
@@ -72,7 +104,7 @@ export async function updateSession(store: Store, sessionId: string, changes: Se
       ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
       updatedAt: store.now(),
     },
-  })
+  }))
   await emit(store, 'session.changed', session.taskId, session.id)
   return session
 }
@@ -83,8 +115,8 @@ export async function setSessionError(
   sessionId: string,
   error: { code: string; message: string; stamp: string; occurredAt: Date },
 ) {
-  const session = await store.db.session.update({
-    where: { id: sessionId },
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
     data: {
       errorCode: error.code,
       errorMessage: error.message,
@@ -92,7 +124,7 @@ export async function setSessionError(
       errorOccurredAt: error.occurredAt,
       updatedAt: store.now(),
     },
-  })
+  }))
   await emit(store, 'session.changed', session.taskId, session.id)
   return session
 }
@@ -101,8 +133,8 @@ export async function setSessionError(
 export async function clearSessionError(store: Store, sessionId: string) {
   const current = await store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
   if (!current.errorStamp) return current
-  const session = await store.db.session.update({
-    where: { id: sessionId },
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
     data: {
       errorClearedStamp: current.errorStamp,
       errorCode: null,
@@ -111,7 +143,7 @@ export async function clearSessionError(store: Store, sessionId: string) {
       errorOccurredAt: null,
       updatedAt: store.now(),
     },
-  })
+  }))
   await emit(store, 'session.changed', session.taskId, session.id)
   return session
 }
@@ -156,7 +188,9 @@ export async function startTurn(
  * conversational start, and a queued prompt stops waiting.
  */
 export async function markPromptDispatched(store: Store, turnId: string) {
-  const turn = await store.db.turn.update({ where: { id: turnId }, data: { promptDispatchAttempted: true, queuedAt: null } })
+  const turn = await fenced(store, `turn ${turnId}`, () =>
+    store.db.turn.update({ where: { id: turnId, session: stillOwned(store) }, data: { promptDispatchAttempted: true, queuedAt: null } }),
+  )
   if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
   await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
   return turn
@@ -188,6 +222,7 @@ export async function addMessage(store: Store, input: NewMessage) {
   const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
   const at = input.createdAt ?? store.now()
   const message = await store.db.$transaction(async (tx) => {
+    await assertOwned(tx, store, session.id)
     const created = await tx.message.create({
       data: { ...input, taskId: session.taskId, createdAt: at, updatedAt: at, version: 1 },
     })
@@ -209,10 +244,12 @@ export async function updateMessage(
   messageId: string,
   changes: { content?: string; status?: string | null; metadata?: string | null },
 ) {
-  const message = await store.db.message.update({
-    where: { id: messageId },
-    data: { ...changes, version: { increment: 1 }, updatedAt: store.now() },
-  })
+  const message = await fenced(store, `message ${messageId}`, () =>
+    store.db.message.update({
+      where: { id: messageId, session: stillOwned(store) },
+      data: { ...changes, version: { increment: 1 }, updatedAt: store.now() },
+    }),
+  )
   await emit(store, 'message.updated', message.taskId, message.sessionId)
   return message
 }

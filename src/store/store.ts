@@ -55,8 +55,28 @@ export interface Store {
   db: Db
   events: SourceEvents
   now: Clock
+  /**
+   * Fencing: set, every write this store makes for a session (its messages, turns, state) is
+   * conditional on this instance still owning the session, in the write itself; a write after
+   * another instance took the session over changes nothing and throws OwnershipLostError.
+   */
+  owner?: string
 }
 
 export function createStore(db: Db, now: Clock = () => new Date()): Store {
   return { db, events: createSourceEvents(), now }
+}
+
+/** The same store, its session writes fenced by `instanceId`'s ownership (what an agent's runtime writes through). */
+export function ownedBy(store: Store, instanceId: string): Store {
+  return { ...store, owner: instanceId }
+}
+
+/** A fenced write found its session owned by another instance (or gone): nothing was written. */
+export class OwnershipLostError extends Error {
+  /** `subject`: what was written, e.g. "turn <id>". */
+  constructor(readonly subject: string) {
+    super(`${subject}: its session is no longer owned by this instance; the write was refused.`)
+    this.name = 'OwnershipLostError'
+  }
 }

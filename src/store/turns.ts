@@ -4,6 +4,7 @@
 // still streaming, nor the reverse).
 import type { Prisma } from '../generated/sqlite/client.ts'
 import type { Store, SourceEventKind } from './store.ts'
+import { fenced } from './runtime.ts'
 import type { InterruptionReason } from '../summary/types.ts'
 
 /** Final status of a streamed message or tool call whose turn was cut off before the agent finished it. */
@@ -51,9 +52,9 @@ async function emitFor(store: Store, kind: SourceEventKind, rows: readonly { tas
  */
 export async function closeTurn(store: Store, turnId: string, end: { stopReason: string; interrupted: boolean }) {
   const at = store.now()
-  const { turn, messages } = await store.db.$transaction(async (tx) => {
+  const { turn, messages } = await fenced(store, `turn ${turnId}`, () => store.db.$transaction(async (tx) => {
     const turn = await tx.turn.update({
-      where: { id: turnId },
+      where: { id: turnId, ...(store.owner && { session: { ownerInstanceId: store.owner } }) },
       data: { completedAt: at, stopReason: end.stopReason, interrupted: end.interrupted },
     })
     const messages = await tx.message.updateManyAndReturn({
@@ -64,7 +65,8 @@ export async function closeTurn(store: Store, turnId: string, end: { stopReason:
     if (!turn.lifecycleOnly)
       await tx.task.updateMany({ where: { id: turn.taskId, lastActivityAt: { lt: at } }, data: { lastActivityAt: at } })
     return { turn, messages }
-  })
+  }))
+
   await emitFor(store, 'message.updated', messages)
   await emitFor(store, 'turn.completed', [turn])
   return { turn, messages: messages.map(({ id, sessionId, version }): FinalizedMessage => ({ id, sessionId, version })) }

@@ -83,7 +83,7 @@ describe('session ownership (postgres)', () => {
       recoverOwned: async () => void calls.push('recoverOwned'),
       afterRenewal: async () => void calls.push('afterRenewal'),
     }
-    const lease = new InstanceLease('me', { store: w.store, logger: pino({ level: 'silent' }), leaseMs: LEASE, hooks })
+    const lease = new InstanceLease('me', { store: w.store, logger: pino({ level: 'silent' }), leaseMs: LEASE, hooks, monotonic: () => w.clock.now().getTime() })
     return { lease, calls }
   }
 
