@@ -12,7 +12,7 @@ import { SessionEventsDocument } from '../generated/graphql.ts'
 import { INSTANCE_ADMIN_TOKEN } from '../support/instances.ts'
 
 describe('several instances on one PostgreSQL and one Redis', () => {
-  const cluster = instanceCluster(['A', 'B'], { SESSION_LEASE_MS: '3000' })
+  const cluster = instanceCluster(['A', 'B'], { SESSION_LEASE_MS: '5000' })
   let a: Instance
   let b: Instance
 
@@ -94,7 +94,8 @@ describe('several instances on one PostgreSQL and one Redis', () => {
 })
 
 describe('three instances, and the owner killed with kill -9', () => {
-  const LEASE_MS = 3000
+  // Room for a loaded machine: an instance that cannot renew within 80 % of it ends its agents (the fence).
+  const LEASE_MS = 5000
   const cluster = instanceCluster(['A'], { SESSION_LEASE_MS: String(LEASE_MS) })
   let a: Instance
   let b: Instance
