@@ -2,11 +2,14 @@
 // background subagent. After the restart nothing carries that subagent, so by the time /readyz
 // turns 200 the summary shows no BACKGROUND and no subagent; and opening the session
 // (sessionEvents) relaunches its agent, once however many clients open it at the same moment.
+// With several instances the same holds for a takeover, and the agent relaunches on the owner,
+// whichever instance the openers reach.
 import type { ChildProcess } from 'node:child_process'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { tempDir } from '../support/databases.ts'
 import { INSTANCE_ADMIN_TOKEN, gqlOk, killAll, startInstance, type Instance } from '../support/instances.ts'
+import { instanceCluster } from '../support/instance-cluster.ts'
 import { newTask, script, session, settled, startSession } from '../support/instance-sessions.ts'
 import { wsClient, wsSubscribe } from '../support/client.ts'
 import { SessionEventsDocument } from '../generated/graphql.ts'
@@ -76,6 +79,45 @@ describe('R10: restart after kill -9 while a background subagent runs (sqlite)',
       expect(await summaryOf(second, taskId)).toEqual({ foregroundActivity: null, activeSubagentCount: 0, primarySession: { state: 'WAITING_FOR_INPUT' } })
     } finally {
       await Promise.all(clients.map((c) => c.dispose()))
+    }
+  })
+})
+
+describe('R10: an owner killed with kill -9 while a background subagent runs (several instances)', () => {
+  const LEASE_MS = 2000
+  const cluster = instanceCluster(['owner', 'b', 'c'], { SESSION_LEASE_MS: String(LEASE_MS), LOG_LEVEL: 'warn' })
+
+  it('the takeover clears the subagent, and openers on every instance relaunch one agent on the new owner', { timeout: 120_000 }, async () => {
+    const [owner, b, c] = cluster.instances
+    const taskId = await newTask(b)
+    const sessionId = await startSession(owner, taskId, script({ subagent: { title: 'indexing', id: 'forever' } }, { say: 'started it' }))
+    await eventually(async () => settled(await session(b, sessionId)))
+    await eventually(async () => (await summaryOf(b, taskId)).foregroundActivity === 'BACKGROUND')
+
+    owner.kill()
+    // Whichever of b and c takes the session over clears what the dead agent carried.
+    expect(await eventually(async () => {
+      const s = await summaryOf(c, taskId)
+      return s.foregroundActivity === null && s
+    }, LEASE_MS + 20_000)).toEqual({ foregroundActivity: null, activeSubagentCount: 0, primarySession: { state: 'WAITING_FOR_INPUT' } })
+    expect([b.agents(), c.agents()]).toEqual([0, 0])
+
+    // Openers on both instances at once: one of them forwards to the owner; one agent, one boot turn.
+    const clients = await Promise.all([b, c, b, c, b, c].map((on) => wsClient(on.wsUrl, INSTANCE_ADMIN_TOKEN)))
+    try {
+      const subscriptions = clients.map((client) => wsSubscribe(client, SessionEventsDocument, { sessionId }))
+      for (const s of subscriptions) await s.waitFor(1)
+      const booted = await eventually(async () => {
+        const s = await session(b, sessionId)
+        const boots = s.turns.filter((t) => t.lifecycleOnly)
+        return settled(s) && boots.length > 0 && b.agents() + c.agents() === 1 && boots
+      })
+      expect(booted).toHaveLength(1)
+      expect((await session(c, sessionId)).turns.filter((t) => t.lifecycleOnly)).toHaveLength(1)
+      expect(b.agents() + c.agents()).toBe(1)
+      expect(await summaryOf(b, taskId)).toEqual({ foregroundActivity: null, activeSubagentCount: 0, primarySession: { state: 'WAITING_FOR_INPUT' } })
+    } finally {
+      await Promise.all(clients.map((client) => client.dispose()))
     }
   })
 })
