@@ -49,6 +49,13 @@ const MAX_DISPATCH_ATTEMPTS = 3
 const RESUMABLE = new Set(['CANCELLED', 'FAILED', 'COMPLETED', 'WAITING_FOR_INPUT', 'IDLE', 'CREATED'])
 
 /**
+ * Sessions whose agent opening them relaunches: those left ready for input. A session that was
+ * stopped, completed or failed stays so until the user prompts or resumes it; one STARTING or
+ * RUNNING without an owner is recovered (to WAITING_FOR_INPUT) when it is claimed.
+ */
+export const OPENS_AGENT: ReadonlySet<string> = new Set(['WAITING_FOR_INPUT', 'IDLE'])
+
+/**
  * Sessions and their agents: launch, prompt (idempotent by client message id), answer pending
  * requests, stop, resume, delete. One AgentProcess per live session, on this instance.
  */
@@ -171,7 +178,8 @@ export class SessionService {
     const session = await getSession(store, sessionId)
     const profile = this.deps.profiles.get(session.agentProfile)
     if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${echoed(session.agentProfile)} is not configured.`)
-    await updateSession(store, sessionId, { state: 'STARTING' })
+    // A fresh agent carries no subagents or background work of the one before it.
+    await updateSession(store, sessionId, { state: 'STARTING', activeSubagentCount: 0, backgroundWork: false })
     this.#publishState(sessionId, 'STARTING')
     const cwd = session.workingDirectory ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
     const boot = await startTurn(store, { sessionId, lifecycleOnly: true })
@@ -280,6 +288,21 @@ export class SessionService {
       await this.#ensureRuntime(sessionId)
     }
     return getSession(this.deps.store, sessionId)
+  }
+
+  /**
+   * Someone opened the session: its agent is relaunched here, as a prompt would (a lifecycle-only
+   * turn), when the session waits for input and no agent runs for it. The launch runs on in the
+   * background (concurrent openers share it); a failure is logged, and one of the agent becomes
+   * the session's error as for any relaunch.
+   */
+  async openSession(sessionId: string): Promise<void> {
+    if (this.#runtimes.has(sessionId) || this.#launching.has(sessionId)) return
+    const session = await findSession(this.deps.store, sessionId)
+    if (!session || !OPENS_AGENT.has(session.state)) return
+    this.#ensureRuntime(sessionId).catch((error: unknown) =>
+      this.deps.logger.warn({ err: error, sessionId, action: 'session.open' }, 'relaunching the agent of an opened session failed'),
+    )
   }
 
   async deleteSession(sessionId: string) {

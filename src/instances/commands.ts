@@ -12,6 +12,8 @@ export type SessionCommand =
     }
   | { type: 'stop'; sessionId: string; finalState: 'CANCELLED' | 'COMPLETED' }
   | { type: 'resume'; sessionId: string }
+  /** A client opened the session (sessionEvents): its agent relaunches if none runs. */
+  | { type: 'open'; sessionId: string }
   | { type: 'delete'; sessionId: string }
   | { type: 'refreshGit'; sessionId: string }
   /** `focusKey` names the asking instance's connection, so its end can undo the focus. */
@@ -39,7 +41,7 @@ export type InstanceMessage =
   | { kind: 'resync'; reason: string }
 
 /** Commands that need the session's agent: a session nobody runs is claimed, and its agent launched, where they arrive. */
-export const CLAIMS_OWNERSHIP: ReadonlySet<CommandType> = new Set(['addMessage', 'resume'])
+export const CLAIMS_OWNERSHIP: ReadonlySet<CommandType> = new Set(['addMessage', 'resume', 'open'])
 
 export function sessionOf(command: SessionCommand): string | undefined {
   if (command.type === 'addMessage') return command.input.sessionId

@@ -1,4 +1,4 @@
-import { SessionOperationError, type SessionService } from '../agents/session-service.ts'
+import { OPENS_AGENT, SessionOperationError, type SessionService } from '../agents/session-service.ts'
 import type { GitMonitor } from '../git/monitor.ts'
 import type { Logger } from '../observability/logger.ts'
 import { findMessage, findUserMessage } from '../store/runtime.ts'
@@ -88,6 +88,22 @@ export class SessionCommands {
 
   async deleteSession(sessionId: string) {
     await this.#run({ type: 'delete', sessionId })
+  }
+
+  /**
+   * A client opened the session (its caller has checked access): a session waiting for input
+   * whose agent runs nowhere gets it relaunched on its owner, as a prompt would (claimed here
+   * when its owner is gone). Resolves once the owner has started the launch, not when it ends.
+   * `state` is the session's as the caller read it: other states cost nothing here.
+   */
+  async openSession(sessionId: string, state: string): Promise<void> {
+    if (this.deps.service.runtime(sessionId)) return
+    if (LIVE_SESSION_STATES.includes(state)) {
+      // Starting or running on a live owner: its agent runs. Only a dead owner's session is claimed (and recovered) to relaunch it.
+      const owner = await ownerOf(this.deps.store, sessionId)
+      if (!owner || owner.ownerLive) return
+    } else if (!OPENS_AGENT.has(state)) return
+    await this.#run({ type: 'open', sessionId })
   }
 
   dismissSessionError(sessionId: string) {
@@ -259,6 +275,9 @@ export class SessionCommands {
         return {}
       case 'resume':
         await service.resumeSession(command.sessionId)
+        return {}
+      case 'open':
+        await service.openSession(command.sessionId)
         return {}
       case 'delete':
         await service.deleteSession(command.sessionId)

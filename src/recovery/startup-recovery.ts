@@ -4,7 +4,7 @@ import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { strandedSessions } from '../store/runtime.ts'
 import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
-import { LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
+import { AGENT_ACTIVITY, LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
 import { echoed } from '../errors.ts'
 import type { InterruptionReason } from '../summary/types.ts'
 
@@ -27,8 +27,9 @@ export interface RecoveryOptions {
  * and for a takeover of a dead instance's sessions. Every turn it left open closes as
  * interrupted, every partial message gets its final status, every pending request nobody can
  * answer is cancelled; then sessions left STARTING or RUNNING become WAITING_FOR_INPUT
- * (relaunched on demand), or FAILED when their profile is gone. Bounded: a fixed number of
- * statements per batch of sessions, whatever their turns and messages. Each write emits its
+ * (relaunched on demand), or FAILED when their profile is gone; whatever its state, every
+ * session's subagents and background work end (no agent carries them any more). Bounded: a
+ * fixed number of statements per batch of sessions, whatever their turns and messages. Each write emits its
  * source events, so the summaries re-derive through the projector as for any other write.
  * `reason` is how the turns were cut off (the summary's interruption): SERVER_RESTART at
  * startup, OWNER_LOST when an instance recovers sessions its owner lost.
@@ -36,7 +37,7 @@ export interface RecoveryOptions {
 export async function recoverSessions(options: RecoveryOptions, sessions: readonly RecoverableSession[], reason: InterruptionReason) {
   const { store } = options
   const ids = [...new Set(sessions.map((s) => s.id))]
-  if (ids.length === 0) return { resumed: 0, failed: 0, closedTurns: 0, finalizedMessages: 0 }
+  if (ids.length === 0) return { resumed: 0, failed: 0, clearedActivity: 0, closedTurns: 0, finalizedMessages: 0 }
   const closed = await closeInterruptedWork(store, ids, reason)
   const at = store.now()
   const profiles = new Map(sessions.map((s) => [s.id, s.agentProfile]))
@@ -48,10 +49,12 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
   }
   // Only these states claim a live agent, so only they are reset; a stopped or failed session keeps its state.
   const live = { state: { in: LIVE_SESSION_STATES } }
+  // Whatever their state, no agent carries their subagents or background work any more.
+  const active = { OR: AGENT_ACTIVITY }
   // Read before writing: updateMany returns counts, and these rows name the sessions that change.
   const changing = await store.db.session.findMany({
-    where: { id: { in: ids }, ...live },
-    select: { id: true, taskId: true, task: { select: { workspaceId: true } } },
+    where: { id: { in: ids }, OR: [live, active] },
+    select: { id: true, taskId: true, state: true, task: { select: { workspaceId: true } } },
   })
   const idle = { activeSubagentCount: 0, backgroundWork: false, updatedAt: at }
   await store.db.$transaction(async (tx) => {
@@ -70,9 +73,12 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
           errorOccurredAt: at,
         },
       })
+    // The rest (waiting, stopped, failed sessions whose agent ran subagents): their activity ends, their state stays.
+    await tx.session.updateMany({ where: { id: { in: ids }, ...active }, data: idle })
   })
   for (const s of changing)
     store.events.emit({ kind: 'session.changed', taskId: s.taskId, workspaceId: s.task.workspaceId, sessionId: s.id })
+  const reset = changing.filter((s) => LIVE_SESSION_STATES.includes(s.state))
 
   const publish = (payload: SessionEventPayload) =>
     options.pubsub?.publish('session', payload.sessionId, payload).catch((error: unknown) =>
@@ -84,19 +90,25 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
     void publish({ type: 'MessageUpdated', sessionId: m.sessionId, messageId: m.id, version: m.version, contentUnchanged: true })
   for (const t of closed.turns) void publish({ type: 'TurnCompleted', sessionId: t.sessionId, turnId: t.id })
   const failedIds = new Set([...orphans.values()].flat())
-  for (const s of changing)
+  for (const s of reset)
     void publish({ type: 'SessionStateChanged', sessionId: s.id, state: failedIds.has(s.id) ? 'FAILED' : 'WAITING_FOR_INPUT' })
 
-  const failed = changing.filter((s) => failedIds.has(s.id)).length
-  return { resumed: changing.length - failed, failed, closedTurns: closed.turns.length, finalizedMessages: closed.messages.length }
+  const failed = reset.filter((s) => failedIds.has(s.id)).length
+  return {
+    resumed: reset.length - failed,
+    failed,
+    clearedActivity: changing.length - reset.length,
+    closedTurns: closed.turns.length,
+    finalizedMessages: closed.messages.length,
+  }
 }
 
 /**
  * After a restart no agent process of this instance survives, but other instances may be
  * running theirs: only sessions whose owner's lease has expired (or that no owner claims while
  * live) are taken over and recovered. When this process is the database's only server (SQLite's
- * lock), every session left STARTING or RUNNING or with open work is, whatever its owner row
- * says (the old process's lease may not have run out yet). Then every persisted summary is
+ * lock), every session left STARTING or RUNNING, with subagents or background work, or with
+ * open work is, whatever its owner row says (the old process's lease may not have run out yet). Then every persisted summary is
  * reconciled. Readiness waits for all of it.
  */
 export async function recoverAfterRestart(options: RecoveryOptions & { projector: Projector; exclusive?: boolean; instanceId: string }) {

@@ -6,6 +6,9 @@ import type { Store } from './store.ts'
 /** States that claim a live agent process. */
 export const LIVE_SESSION_STATES = ['STARTING', 'RUNNING']
 
+/** Activity only an agent process carries (subagents, background work): stale once no agent runs for the session. */
+export const AGENT_ACTIVITY = [{ activeSubagentCount: { not: 0 } }, { backgroundWork: true }]
+
 export async function registerInstance(store: Store, id: string, leaseMs: number) {
   const now = store.now()
   await store.db.serverInstance.create({
@@ -107,7 +110,7 @@ export async function takeOverExpiredSessions(
   ).map((i) => i.id)
   const candidates = [
     ...(expired.length > 0 ? [{ ownerInstanceId: { in: expired } }] : []),
-    ...(options.unowned ? [{ ownerInstanceId: null, state: { in: LIVE_SESSION_STATES } }] : []),
+    ...(options.unowned ? [{ ownerInstanceId: null, OR: [{ state: { in: LIVE_SESSION_STATES } }, ...AGENT_ACTIVITY] }] : []),
   ]
   if (candidates.length === 0) return { claimed: [], expiredInstances: expired }
   const claimed = await store.db.session.updateManyAndReturn({
@@ -149,10 +152,10 @@ export async function sessionsLostBy(store: Store, me: string, running: readonly
   return rows.map((r) => r.id)
 }
 
-/** Sessions this instance owns that claim an agent or have open work (after its lease lapsed and its agents ended). */
+/** Sessions this instance owns that claim an agent, its activity, or have open work (after its lease lapsed and its agents ended). */
 export function sessionsOwnedWithOpenWork({ db }: Store, me: string): Promise<ClaimedSession[]> {
   return db.session.findMany({
-    where: { ownerInstanceId: me, OR: [{ state: { in: LIVE_SESSION_STATES } }, { turns: { some: { completedAt: null } } }] },
+    where: { ownerInstanceId: me, OR: [{ state: { in: LIVE_SESSION_STATES } }, ...AGENT_ACTIVITY, { turns: { some: { completedAt: null } } }] },
     select: { id: true, agentProfile: true },
   })
 }

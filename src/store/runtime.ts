@@ -3,7 +3,7 @@
 // commits; the projector re-derives the task's summary from these records.
 import { randomUUID } from 'node:crypto'
 import { OwnershipLostError, type Store, type SourceEventKind } from './store.ts'
-import { LIVE_SESSION_STATES } from './instances.ts'
+import { AGENT_ACTIVITY, LIVE_SESSION_STATES } from './instances.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { GitObservation } from '../summary/inputs.ts'
 
@@ -310,9 +310,12 @@ export async function clearLaunchError(store: Store, taskId: string) {
   if (count > 0) await emit(store, 'launchError.changed', taskId)
 }
 
-/** Sessions a dead process left mid-launch or mid-turn. */
+/** Sessions a dead process left mid-launch or mid-turn, or with subagents or background work its agent carried. */
 export function strandedSessions({ db }: Store) {
-  return db.session.findMany({ where: { state: { in: LIVE_SESSION_STATES } }, select: { id: true, agentProfile: true } })
+  return db.session.findMany({
+    where: { OR: [{ state: { in: LIVE_SESSION_STATES } }, ...AGENT_ACTIVITY] },
+    select: { id: true, agentProfile: true },
+  })
 }
 
 /**

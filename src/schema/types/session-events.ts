@@ -274,6 +274,17 @@ function startingWith<T>(first: T, rest: AsyncIterableIterator<T>, onEnd: () => 
   return iterator
 }
 
+/**
+ * Opening a session relaunches its agent where none runs any more (after a restart, or its owner's
+ * lease expired), on the session's owner, as prompting does (MAPPING "Outages and stalls"). The
+ * subscription neither waits for it nor fails with it: the events of the launch reach it live.
+ */
+function relaunchOnOpen(ctx: Context, session: { id: string; state: string }): void {
+  void Promise.resolve()
+    .then(() => ctx.sessions.openSession(session.id, session.state))
+    .catch((error: unknown) => ctx.logger.warn({ err: error, sessionId: session.id, action: 'session.open' }, 'opening a session did not relaunch its agent'))
+}
+
 builder.subscriptionField('sessionEvents', (t) =>
   t.field({
     type: SessionEventRef,
@@ -297,6 +308,7 @@ builder.subscriptionField('sessionEvents', (t) =>
           : null
         for (const message of snapshot?.messages ?? []) chain.seed(message.id, message.version, message.content.length)
         const joined: SessionEventValue = { type: 'SessionJoined', sessionId, snapshot }
+        relaunchOnOpen(ctx, session)
         return startingWith(joined, transformIterator(live, (payload) => resolveSessionEvent(ctx, payload, chain)), leave)
       } catch (error) {
         leave()
