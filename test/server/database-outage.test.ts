@@ -121,7 +121,7 @@ describe('which errors a stopped PostgreSQL raises, and that they count as unrea
     cluster.start()
     // Every connection of the pool at once, none waiting for another: a leaked one would leave some without.
     const all = await Promise.allSettled(
-      Array.from({ length: POSTGRES_POOL_SIZE }, () => db.$transaction((tx) => tx.$executeRaw`SELECT pg_sleep(1)`, { maxWait: 500 })),
+      Array.from({ length: POSTGRES_POOL_SIZE }, () => db.$transaction((tx) => tx.$executeRaw`SELECT pg_sleep(3)`, { maxWait: 2000 })),
     )
     expect(all.map((r) => (r.status === 'fulfilled' ? 'ok' : describeError(r.reason as Error)))).toEqual(Array(POSTGRES_POOL_SIZE).fill('ok'))
   })
