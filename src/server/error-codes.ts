@@ -28,7 +28,7 @@ const REQUEST_ERROR_CODES = new Set([
 
 export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
 export const DATABASE_BUSY_MESSAGE = 'The database is too busy to serve this request now; retry shortly.'
-export const DATABASE_UNREACHABLE_MESSAGE = 'The database cannot be reached now; nothing was changed, retry shortly.'
+export const DATABASE_UNREACHABLE_MESSAGE = 'The database cannot be reached now; retry shortly.'
 /** Over HTTP an UNAVAILABLE answer is a 503 with this Retry-After (seconds); toClientError drops it over WebSocket. */
 export const UNAVAILABLE_HTTP = { status: 503, headers: { 'Retry-After': '1' } } as const
 

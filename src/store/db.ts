@@ -80,13 +80,13 @@ function unreachableCause(cause: unknown): boolean {
 }
 
 /**
- * Errors that mean "the database cannot be reached now, nothing was committed": a stopped or
- * restarting PostgreSQL, measured with a real one (test/store/database-unreachable.test.ts):
+ * Errors that mean "the database cannot be reached now": a stopped or
+ * restarting PostgreSQL, measured with a real one (test/server/database-outage.test.ts):
  * P1001 for every query, batch and transaction begun while it is down (P2010 for raw SQL, with the
  * same cause); the DriverAdapterError of 57P01 for a model query in flight at a fast stop; pg's
  * "Connection terminated unexpectedly" and "Client has encountered a connection error…" for
  * a query or an interactive transaction whose connection died. A transaction cut this way is rolled
- * back by the server. The client answers UNAVAILABLE and /readyz 503 until a query succeeds again.
+ * back by the server. Operations are answered UNAVAILABLE and /readyz 503 until a probe gets an answer.
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
@@ -102,7 +102,7 @@ export function isDatabaseUnreachable(error: unknown): boolean {
   return CONNECTION_LOST_MESSAGES.has(error.message)
 }
 
-/** Saturated or unreachable: the request is answered UNAVAILABLE (retry), nothing of it was committed. */
+/** Saturated or unreachable: the request is answered UNAVAILABLE (retry). */
 export function isDatabaseUnavailable(error: unknown): boolean {
   return isDatabaseSaturated(error) || isDatabaseUnreachable(error)
 }
