@@ -2,6 +2,7 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
+import { isDatabaseUnavailable } from '../store/db.ts'
 import { loadPendingInputs, loadSummaryInputs } from '../store/summary-sources.ts'
 import { taskIdsPage, tasksWithoutSummary } from '../store/tasks.ts'
 import {
@@ -27,6 +28,8 @@ export interface ProjectorOptions {
   metrics: Metrics
   /** Compare-and-update attempts per projection before giving up (logged and metered). */
   maxAttempts?: number
+  /** First wait before projecting again what an unreachable or saturated database failed (doubling up to 16 times it). */
+  retryMs?: number
 }
 
 type Derived = { taskId: string; workspaceId: string; payload: SummaryPayload; json: string; attentionRank: number; attentionKey: number }
@@ -44,6 +47,12 @@ export class Projector {
   readonly #maxAttempts: number
   readonly #runner: CoalescingRunner<string>
   #stopListening?: () => void
+  readonly #retryMs: number
+  /** Tasks whose projection the database failed (unreachable, saturated): projected again once it answers. */
+  readonly #retry = new Set<string>()
+  #retryTimer: ReturnType<typeof setTimeout> | undefined
+  #retryDelay = 0
+  #stopped = false
 
   constructor(options: ProjectorOptions) {
     this.#store = options.store
@@ -51,6 +60,7 @@ export class Projector {
     this.#logger = options.logger
     this.#metrics = options.metrics
     this.#maxAttempts = options.maxAttempts ?? 8
+    this.#retryMs = options.retryMs ?? 500
     this.#runner = new CoalescingRunner((taskId) => this.#projectNow(taskId))
   }
 
@@ -63,15 +73,49 @@ export class Projector {
   }
 
   stop(): void {
+    this.#stopped = true
     this.#stopListening?.()
+    clearTimeout(this.#retryTimer)
+    this.#retryTimer = undefined
   }
 
-  /** Re-derives one task's summary; serialized per task, other tasks proceed independently. */
+  /**
+   * Re-derives one task's summary; serialized per task, other tasks proceed independently. A
+   * projection the database failed (an outage: its source write was committed, its summary not)
+   * is tried again, with growing pauses, until the database answers: the stored summary then
+   * equals a rebuild without waiting for the task's next source event.
+   */
   project(taskId: string): Promise<void> {
-    return this.#runner.request(taskId).catch((error: unknown) => {
-      this.#metrics.projectorFailures.inc({ reason: 'error' })
-      this.#logger.error({ err: error, taskId, action: 'project' }, 'summary projection failed; last valid summary kept')
-    })
+    return this.#runner.request(taskId).then(
+      () => void this.#retry.delete(taskId),
+      (error: unknown) => {
+        this.#metrics.projectorFailures.inc({ reason: 'error' })
+        if (isDatabaseUnavailable(error) && !this.#stopped) {
+          this.#logger.warn({ err: error, taskId, action: 'project' }, 'summary projection failed (database unavailable); retrying')
+          this.#retry.add(taskId)
+          this.#scheduleRetry()
+        } else this.#logger.error({ err: error, taskId, action: 'project' }, 'summary projection failed; last valid summary kept')
+      },
+    )
+  }
+
+  /** Tasks waiting for their projection to be tried again (the database failed it). */
+  get pendingRetries(): number {
+    return this.#retry.size
+  }
+
+  #scheduleRetry(): void {
+    if (this.#retryTimer !== undefined) return
+    this.#retryDelay = Math.min(this.#retryDelay === 0 ? this.#retryMs : this.#retryDelay * 2, this.#retryMs * 16)
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined
+      const taskIds = [...this.#retry]
+      this.#retry.clear()
+      void Promise.all(taskIds.map((taskId) => this.project(taskId))).then(() => {
+        // All of them went through: the next outage starts from the shortest pause again.
+        if (this.#retry.size === 0) this.#retryDelay = 0
+      })
+    }, this.#retryDelay)
   }
 
   /** Waits until no projection is running (tests, shutdown, readiness). */

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { connectDatabase, isDatabaseSaturated } from '../store/db.ts'
+import { connectDatabase, isDatabaseUnavailable, isDatabaseUnreachable } from '../store/db.ts'
 import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
@@ -26,6 +26,7 @@ import { handleOperationalRoute } from './http-routes.ts'
 import { corsPolicy } from './cors.ts'
 import { handleWebPage } from './web-page.ts'
 import { Readiness } from './readiness.ts'
+import { DatabaseHealth } from './database-health.ts'
 import { runPreflight, type PreflightOptions } from './preflight.ts'
 import { SessionService } from '../agents/session-service.ts'
 import { GitMonitor } from '../git/monitor.ts'
@@ -82,6 +83,8 @@ export interface RunningServer {
   git: GitMonitor
   gateway: ReturnType<typeof attachDeliveryGateway>
   readiness: Readiness
+  /** Whether the database can be reached (/readyz 503 while not). */
+  database: DatabaseHealth
   logger: Logger
   httpServer: HttpServer
   close(): Promise<void>
@@ -138,6 +141,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     logger.info({ provider: config.databaseProvider, pending: pending.length, ms }, pending.length > 0 ? 'migrations applied' : 'migrations up to date')
   }
   const store = createStore(db, options.clock)
+  const database = new DatabaseHealth(db)
 
   const admin = await bootstrapAdmin(db, config.adminToken)
   if (admin.generatedToken) (options.onAdminTokenGenerated ?? printAdminTokenOnce)(admin.generatedToken)
@@ -220,12 +224,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
   // Names only: a profile's command and environment never leave the configuration.
   const agentProfileNames = [...profiles.keys()].sort()
-  const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, agentProfiles: agentProfileNames, rateLimits })
+  const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, agentProfiles: agentProfileNames, rateLimits, database })
   // One budget for every webhook request this process serves (README "Git and GitHub").
   const webhookBudget = new ByteBudget(config.githubWebhookLimits.unverifiedBytes)
   serve = (req, res) => {
     handleOperationalRoute(req, res, {
       readiness,
+      database,
       registry: metrics.registry,
       webhook: { secret: config.githubWebhookSecret, store, logger, maxBodyBytes: config.githubWebhookLimits.maxBodyBytes, budget: webhookBudget },
     })
@@ -241,8 +246,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       .catch((error: unknown) => {
         logger.error({ err: error, path: req.url }, 'request failed')
         if (res.headersSent) return
-        // A webhook the database was too busy for: the sender may redeliver it (nothing was recorded as processed).
-        if (isDatabaseSaturated(error)) res.writeHead(503, { 'retry-after': '1' }).end()
+        // A webhook the database was too busy for, or could not be reached for: the sender may redeliver it (nothing was recorded as processed).
+        if (isDatabaseUnreachable(error)) database.markUnreachable()
+        if (isDatabaseUnavailable(error)) res.writeHead(503, { 'retry-after': '1' }).end()
         else res.writeHead(500).end()
       })
   }
@@ -295,5 +301,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, access, projector, sessions, commands, instanceId, lease, git, readiness, logger, httpServer, gateway: websocket, close }
+  return { url, port, store, pubsub, access, projector, sessions, commands, instanceId, lease, git, readiness, database, logger, httpServer, gateway: websocket, close }
 }

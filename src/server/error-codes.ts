@@ -2,7 +2,7 @@ import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedE
 import { maskError as yogaMaskError, type Plugin } from 'graphql-yoga'
 import { echoed, MAX_ECHOED_CHARACTERS, type ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
-import { isDatabaseSaturated } from '../store/db.ts'
+import { isDatabaseSaturated, isDatabaseUnreachable } from '../store/db.ts'
 
 /** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
 export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -28,6 +28,9 @@ const REQUEST_ERROR_CODES = new Set([
 
 export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
 export const DATABASE_BUSY_MESSAGE = 'The database is too busy to serve this request now; retry shortly.'
+export const DATABASE_UNREACHABLE_MESSAGE = 'The database cannot be reached now; retry shortly.'
+/** Over HTTP an UNAVAILABLE answer is a 503 with this Retry-After (seconds); toClientError drops it over WebSocket. */
+export const UNAVAILABLE_HTTP = { status: 503, headers: { 'Retry-After': '1' } } as const
 
 export type ErrorTransport = 'http' | 'ws'
 
@@ -96,15 +99,25 @@ function nonGraphQLCause(error: GraphQLError): unknown {
 
 /**
  * Yoga's error masking (both transports), which drops every cause that is not a GraphQLError, except
- * a saturated database: the client learns to retry, not that the server broke. It must happen
- * here, where the cause is still known.
+ * a saturated or unreachable database: the client learns to retry (UNAVAILABLE, over HTTP a 503 with
+ * Retry-After), not that the server broke. It must happen here, where the cause is still known;
+ * `onUnreachable` sees each unreachable-database cause (readiness turns 503 at once).
  */
-export const maskError: typeof yogaMaskError = (error, message, isDev) => {
-  const cause = error instanceof GraphQLError ? nonGraphQLCause(error) : error
-  if (!isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
-  const location = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {}
-  return new GraphQLError(DATABASE_BUSY_MESSAGE, { ...location, extensions: { code: 'UNAVAILABLE' } })
+export function databaseAwareMaskError(onUnreachable: (cause: unknown) => void = () => undefined): typeof yogaMaskError {
+  return (error, message, isDev) => {
+    const cause = error instanceof GraphQLError ? nonGraphQLCause(error) : error
+    const unreachable = isDatabaseUnreachable(cause)
+    if (unreachable) onUnreachable(cause)
+    if (!unreachable && !isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
+    const location = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {}
+    return new GraphQLError(unreachable ? DATABASE_UNREACHABLE_MESSAGE : DATABASE_BUSY_MESSAGE, {
+      ...location,
+      extensions: { code: 'UNAVAILABLE', http: UNAVAILABLE_HTTP },
+    })
+  }
 }
+
+export const maskError: typeof yogaMaskError = databaseAwareMaskError()
 
 function contractCode(error: GraphQLError): ErrorCode {
   const code = error.extensions?.code

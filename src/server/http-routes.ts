@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Registry } from 'prom-client'
 import type { Readiness } from './readiness.ts'
+import type { DatabaseHealth } from './database-health.ts'
 import { handleGithubWebhook, type WebhookDeps } from '../github/webhook.ts'
 
 /** Operational endpoints beside /graphql. Returns false when the request is not one of them. */
 export async function handleOperationalRoute(
   req: IncomingMessage,
   res: ServerResponse,
-  deps: { readiness: Readiness; registry: Registry; webhook: WebhookDeps },
+  deps: { readiness: Readiness; database?: DatabaseHealth; registry: Registry; webhook: WebhookDeps },
 ): Promise<boolean> {
   const path = (req.url ?? '/').split('?', 1)[0]
   switch (path) {
@@ -15,10 +16,14 @@ export async function handleOperationalRoute(
       res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
       return true
     case '/readyz': {
+      // Not ready before startup recovery (or while stopping) whatever the database says; once
+      // ready, only while the database can be reached (probed at most once a second).
       const ready = deps.readiness.ready
+      const reachable = ready && (deps.database ? await deps.database.check() : true)
+      const body = ready ? (reachable ? { status: 'ready' } : { status: 'unavailable', waitingFor: ['database'] }) : { status: 'starting', waitingFor: deps.readiness.waitingFor }
       res
-        .writeHead(ready ? 200 : 503, { 'content-type': 'application/json' })
-        .end(JSON.stringify(ready ? { status: 'ready' } : { status: 'starting', waitingFor: deps.readiness.waitingFor }))
+        .writeHead(reachable ? 200 : 503, { 'content-type': 'application/json', ...(!reachable && { 'retry-after': '1' }) })
+        .end(JSON.stringify(body))
       return true
     }
     case '/webhooks/github':

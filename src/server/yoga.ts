@@ -9,7 +9,8 @@ import type { ConnectionScope } from '../delivery/connection.ts'
 import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
 import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
 import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
-import { errorCodesPlugin, maskError } from './error-codes.ts'
+import { databaseAwareMaskError, errorCodesPlugin } from './error-codes.ts'
+import type { DatabaseHealth } from './database-health.ts'
 import { useAccessEnforcement } from './use-access-enforcement.ts'
 import { jitQueries } from './jit-queries.ts'
 import { stringInputPlugin } from './string-input.ts'
@@ -22,7 +23,7 @@ export interface WebSocketOperationContext {
   onWorkspaceScope: (workspaceId: string) => void
 }
 
-export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits }) {
+export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits; database?: DatabaseHealth }) {
   const { logger, metrics } = services
   return createYoga<Record<string, unknown>, Context>({
     schema: getSchema(),
@@ -33,7 +34,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     // CORS is decided once for every route before Yoga (cors.ts); Yoga's default allows every origin with credentials.
     cors: false,
     // Never an originalError or stack in a response, whatever NODE_ENV says (Yoga's dev mode adds them).
-    maskedErrors: { isDev: false, maskError },
+    // A saturated or unreachable database is UNAVAILABLE (503 + Retry-After); an unreachable one also turns /readyz 503.
+    maskedErrors: { isDev: false, maskError: databaseAwareMaskError(() => services.database?.markUnreachable()) },
     maxRequestBodySize: OPERATION_LIMITS.maxRequestBodyBytes,
     logging: {
       debug: (...args) => logger.debug({ args: args.map(String) }, 'yoga'),

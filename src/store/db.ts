@@ -1,5 +1,6 @@
 import type { PrismaClient } from '../generated/sqlite/client.ts'
 import type { DatabaseProvider } from '../config/config.ts'
+import type { Pool, PoolClient } from 'pg'
 
 /**
  * The Prisma client of the configured provider. Both generated clients come from the same
@@ -40,6 +41,112 @@ export function isDatabaseSaturated(error: unknown): boolean {
   return code === undefined && POOL_TIMEOUT_MESSAGES.has(error.message)
 }
 
+/**
+ * Prisma's codes for a database server that cannot be reached or dropped the connection: can't
+ * reach it (P1001, a refused connection), timed out reaching it (P1002), the server closed the
+ * connection (P1017, a reset).
+ */
+const UNREACHABLE_CODES: ReadonlySet<string> = new Set(['P1001', 'P1002', 'P1017'])
+
+/** The driver adapter's kinds for the same (Prisma maps them to the codes above, or to P2010 for raw SQL). */
+const UNREACHABLE_KINDS: ReadonlySet<string> = new Set(['DatabaseNotReachable', 'ConnectionClosed'])
+
+/**
+ * PostgreSQL's SQLSTATEs for a server going away: class 08 (connection exception) and 57P01
+ * admin_shutdown (a fast stop ends every session with it), 57P02 crash_shutdown, 57P03
+ * cannot_connect_now (starting up or shutting down).
+ */
+const UNREACHABLE_SQLSTATE = /^(08|57P0[123]$)/
+
+/**
+ * pg's own errors, without a code, for a connection that died under a query (an immediate stop, a
+ * crash, a dropped network) and for a pooled client used after that. Prisma's pg adapter passes
+ * them on as they are, even inside a transaction.
+ */
+const CONNECTION_LOST_MESSAGES: ReadonlySet<string> = new Set([
+  'Connection terminated unexpectedly',
+  'Client has encountered a connection error and is not queryable',
+])
+
+/** Node's socket errors for a server that is not there (or went away): what pg raises before Prisma maps it. */
+const SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH'])
+
+function unreachableCause(cause: unknown): boolean {
+  if (typeof cause !== 'object' || cause === null) return false
+  const { kind, code, originalCode } = cause as { kind?: unknown; code?: unknown; originalCode?: unknown }
+  if (typeof kind === 'string' && UNREACHABLE_KINDS.has(kind)) return true
+  const sqlState = typeof originalCode === 'string' ? originalCode : code
+  return kind === 'postgres' && typeof sqlState === 'string' && UNREACHABLE_SQLSTATE.test(sqlState)
+}
+
+/**
+ * Errors that mean "the database cannot be reached now": a stopped or
+ * restarting PostgreSQL, measured with a real one (test/server/database-outage.test.ts):
+ * P1001 for every query, batch and transaction begun while it is down (P2010 for raw SQL, with the
+ * same cause); the DriverAdapterError of 57P01 for a model query in flight at a fast stop; pg's
+ * "Connection terminated unexpectedly" and "Client has encountered a connection error…" for
+ * a query or an interactive transaction whose connection died. A transaction cut this way is rolled
+ * back by the server. Operations are answered UNAVAILABLE and /readyz 503 until a probe gets an answer.
+ */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const { code, meta, cause } = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: unknown } }; cause?: unknown }
+  switch (error.name) {
+    case 'PrismaClientKnownRequestError':
+    case 'PrismaClientInitializationError':
+      return (typeof code === 'string' && UNREACHABLE_CODES.has(code)) || unreachableCause(meta?.driverAdapterError?.cause)
+    case 'DriverAdapterError':
+      return unreachableCause(cause)
+  }
+  if (typeof code === 'string') return SOCKET_CODES.has(code) || (typeof (error as { severity?: unknown }).severity === 'string' && UNREACHABLE_SQLSTATE.test(code))
+  return CONNECTION_LOST_MESSAGES.has(error.message)
+}
+
+/** Saturated or unreachable: the request is answered UNAVAILABLE (retry). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return isDatabaseSaturated(error) || isDatabaseUnreachable(error)
+}
+
+/**
+ * One cheap round trip (`SELECT 1`): resolves true when the database answered within `timeoutMs`,
+ * false when it is unreachable, and undefined when it did not answer in time (busy or not: not known).
+ */
+export async function pingDatabase(db: Db, timeoutMs: number): Promise<boolean | undefined> {
+  const late = AbortSignal.timeout(timeoutMs)
+  const answer = db.$queryRawUnsafe('SELECT 1').then(
+    () => true,
+    (error: unknown) => (isDatabaseUnreachable(error) ? false : undefined),
+  )
+  return Promise.race([answer, new Promise<undefined>((resolve) => late.addEventListener('abort', () => resolve(undefined), { once: true }))])
+}
+
+/**
+ * Prisma's transaction manager sends ROLLBACK (or COMMIT) before it hands a transaction's connection
+ * back to the pool; when the connection died under the transaction (a stopped or restarted
+ * PostgreSQL) that statement throws and the connection is never released. Each transaction an
+ * outage cut would hold one of the pool's connections for good (measured: three transactions in
+ * flight at a stop left seven of ten, and the pool could no longer end), so after a few outages the
+ * server would not resume by itself. A connection that ends while checked out is released here as
+ * broken, so the pool drops it; the owner's own release later is a no-op.
+ */
+function releasingDeadConnections(pool: Pool): Pool {
+  const checkedOut = new WeakSet<PoolClient>()
+  const watched = new WeakSet<PoolClient>()
+  pool.on('acquire', (client) => {
+    checkedOut.add(client)
+    if (watched.has(client)) return
+    watched.add(client)
+    client.once('end', () => {
+      if (!checkedOut.has(client)) return
+      const release = client.release
+      client.release = () => undefined
+      release(new Error('Connection terminated while checked out'))
+    })
+  })
+  pool.on('release', (_error, client) => checkedOut.delete(client))
+  return pool
+}
+
 export interface ConnectOptions {
   /** Called with every SQL statement Prisma sends (used to prove read paths do not N+1). */
   onQuery?: (sql: string) => void
@@ -60,12 +167,14 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
     await db.$executeRawUnsafe('PRAGMA foreign_keys = ON')
     return db
   }
-  const [{ PrismaClient: PgClient }, { PrismaPg }] = await Promise.all([
+  const [{ PrismaClient: PgClient }, { PrismaPg }, { default: pg }] = await Promise.all([
     import('../generated/postgres/client.ts'),
     import('@prisma/adapter-pg'),
+    import('pg'),
   ])
+  const pool = releasingDeadConnections(new pg.Pool({ connectionString: url, max: POSTGRES_POOL_SIZE, connectionTimeoutMillis: TRANSACTION_OPTIONS.maxWait }))
   const db = new PgClient({
-    adapter: new PrismaPg({ connectionString: url, max: POSTGRES_POOL_SIZE, connectionTimeoutMillis: TRANSACTION_OPTIONS.maxWait }),
+    adapter: new PrismaPg(pool, { disposeExternalPool: true }),
     log,
     transactionOptions: TRANSACTION_OPTIONS,
   })

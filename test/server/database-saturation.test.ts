@@ -82,7 +82,8 @@ describe('which database failures count as saturation (postgres)', () => {
     expect(refused?.code).toBe('P2028')
     expect(isDatabaseSaturated(refused)).toBe(true)
     const masked = maskError(fromResolver(refused!), UNEXPECTED_ERROR_MESSAGE, false) as GraphQLError
-    expect(masked.toJSON()).toEqual({ message: DATABASE_BUSY_MESSAGE, path: ['updateTask'], extensions: { code: 'UNAVAILABLE' } })
+    // Over HTTP a 503 with Retry-After (toClientError drops `http` over WebSocket, Yoga from the body).
+    expect(masked.toJSON()).toEqual({ message: DATABASE_BUSY_MESSAGE, path: ['updateTask'], extensions: { code: 'UNAVAILABLE', http: { status: 503, headers: { 'Retry-After': '1' } } } })
   })
 
   it('a query outside a transaction that gets no pool connection in time (pg-pool\'s own error) is UNAVAILABLE too', async () => {

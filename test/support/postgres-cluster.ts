@@ -10,6 +10,14 @@ export interface PostgresCluster {
   port: number
   url(database: string): string
   query(sql: string): Promise<void>
+  /**
+   * Stops the server and keeps its data directory and port, for an outage: `fast` (pg_ctl's
+   * default for a deploy or a failover) ends every session with 57P01 admin_shutdown, `immediate`
+   * drops them as a crash does. `start` brings the same cluster back on the same port.
+   */
+  shutDown(mode?: 'fast' | 'immediate'): void
+  start(): void
+  /** Stops the server for good and deletes its files. */
   stop(): void
 }
 
@@ -44,16 +52,18 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
   }
   const port = await freePort()
   run('initdb', ['-D', path.join(dir, 'data'), '-A', 'trust', '-U', 'postgres', '--no-sync'])
-  run('pg_ctl', [
-    '-D',
-    path.join(dir, 'data'),
-    '-o',
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
-    '-l',
-    path.join(dir, 'log'),
-    '-w',
-    'start',
-  ])
+  const start = () =>
+    run('pg_ctl', [
+      '-D',
+      path.join(dir, 'data'),
+      '-o',
+      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300`,
+      '-l',
+      path.join(dir, 'log'),
+      '-w',
+      'start',
+    ])
+  start()
   const url = (database: string) => `postgresql://postgres@127.0.0.1:${port}/${database}`
   return {
     port,
@@ -67,6 +77,10 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
         await client.end()
       }
     },
+    shutDown(mode = 'fast') {
+      run('pg_ctl', ['-D', path.join(dir, 'data'), '-m', mode, '-w', 'stop'])
+    },
+    start,
     stop() {
       try {
         const [file, ...rest] = [...asUser, path.join(bin, 'pg_ctl'), '-D', path.join(dir, 'data'), '-m', 'immediate', 'stop']
