@@ -23,6 +23,7 @@ export const SCENARIOS = [
   { id: 'P7', file: 'p7-instances.ts', title: 'two instances over Redis vs one' },
   { id: 'P8', file: 'p8-resume.ts', title: 'reconnect of a 10,000-task switcher' },
   { id: 'P9', file: 'p9-revocation.ts', title: 'revocation on open sockets across two instances' },
+  { id: 'P10', file: 'p10-embedded-load.ts', title: 'the embedded server (SQLite) under its own streams' },
 ] as const
 
 /** A scenario past this is stopped and reported as such (every one is bounded well below it). */

@@ -2,7 +2,6 @@
 // rewriting the row from the process: each window sends only its own text to the store, so no
 // write (and no Prisma query argument) ever carries, or reads back, the whole content.
 import { OwnershipLostError, type Store } from './store.ts'
-import { emit } from './runtime.ts'
 
 interface AppendedRow {
   version: number | bigint
@@ -21,6 +20,15 @@ export interface AppendResult {
 /**
  * Appends `text` to a message's content in one statement (content, version and updatedAt move
  * together). Undefined when the message no longer exists (deleted with its session meanwhile).
+ *
+ * No source event: an append changes a message's content, version and updatedAt only, and no task
+ * summary is derived from any of them (src/store/summary-sources.ts reads a message's kind,
+ * status, pendingId, turn, author and createdAt), so the projection an event would start could only
+ * find the summary current. With one such projection (a dozen statements) per 100 ms window of
+ * every streaming session, the server's main thread, which runs SQLite synchronously, spent its
+ * time re-deriving unchanged summaries instead of answering requests (bench P10). The message's
+ * creation (message.added) and every change of its status (updateMessage, a turn's end in
+ * turns.ts: message.updated) still reach the projector.
  */
 export async function appendMessageContent(store: Store, messageId: string, text: string): Promise<AppendResult | undefined> {
   // Quoted identifiers and `||` are the same in SQLite and PostgreSQL; RETURNING too (SQLite ≥ 3.35).
@@ -43,7 +51,6 @@ export async function appendMessageContent(store: Store, messageId: string, text
     if (store.owner && (await store.db.message.count({ where: { id: messageId } })) > 0) throw new OwnershipLostError(`message ${messageId}`)
     return undefined
   }
-  await emit(store, 'message.updated', row.taskId, row.sessionId)
   return { messageId, sessionId: row.sessionId, taskId: row.taskId, version: Number(row.version) }
 }
 
