@@ -1,9 +1,20 @@
 import { execFileSync, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { emptyDatabase, PROVIDERS, tempDir } from '../support/databases.ts'
 import { freePort } from '../support/postgres-cluster.ts'
 import { spawnServer } from '../support/process.ts'
+import { eventually } from '../support/wait.ts'
+
+/** Running (a zombie left for whoever reaps orphans here has ended). */
+function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
 
 const children: ChildProcess[] = []
 afterEach(() => {
@@ -64,7 +75,7 @@ describe.each(PROVIDERS)('the server process (%s)', (provider) => {
 })
 
 describe('agent processes at shutdown', () => {
-  it('SIGTERM ends every agent child process and exits 0', async () => {
+  it('SIGTERM ends every agent child process and exits 0', { timeout: 30_000 }, async () => {
     const port = await freePort()
     const adminToken = 'shutdown-admin-token-0123456789'
     const run = startProcess({ ADMIN_TOKEN: adminToken, PORT: String(port), DATABASE_URL: `file:${path.join(tempDir('shutdown'), 'app.db')}` })
@@ -81,11 +92,15 @@ describe('agent processes at shutdown', () => {
     const task = (await gql(`mutation { createTask(input: { workspaceId: "${workspace}", title: "t" }) { id } }`)).data.createTask!.id
     await gql(`mutation { startSession(input: { taskId: "${task}" }) { id } }`)
     await gql(`mutation { startSession(input: { taskId: "${task}" }) { id } }`)
-    const agents = execFileSync('pgrep', ['-P', String(run.child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number)
-    expect(agents).toHaveLength(2)
+    const children = (...filter: string[]) =>
+      execFileSync('pgrep', ['-P', String(run.child.pid), ...filter], { encoding: 'utf8' }).trim().split('\n').map(Number)
+    expect(children('-f', 'mock-agent')).toHaveLength(2)
+    // The two agents and the agent watchdog (src/agents/watchdog): none outlives the server.
+    const all = children()
+    expect(all).toHaveLength(3)
     run.child.kill('SIGTERM')
     expect(await run.exited).toBe(0)
-    for (const pid of agents) expect(() => process.kill(pid, 0)).toThrow(/ESRCH/)
+    await eventually(() => all.every((pid) => !alive(pid)), 10_000)
   })
 })
 
