@@ -403,7 +403,12 @@ export class SessionRuntime {
    * in the write itself, for a stall between this check and the write.
    */
   #guard(what: string): void {
-    if (this.#abandoned || (this.deps.leaseHeld && !this.deps.leaseHeld())) throw new OwnershipLostError(`${what} of session ${this.sessionId}`)
+    if (!this.#mayStillOwn) throw new OwnershipLostError(`${what} of session ${this.sessionId}`)
+  }
+
+  /** Not abandoned, and the lease held by this instance's clock: writes and publications may go out. */
+  get #mayStillOwn(): boolean {
+    return !this.#abandoned && (this.deps.leaseHeld?.() ?? true)
   }
 
   /**
@@ -420,12 +425,8 @@ export class SessionRuntime {
   }
 
   /** A repeatable write, retried with backoff; the last failure is thrown. A fenced refusal is never retried. */
-  #write<T>(what: string, write: () => Promise<T>): Promise<T> {
-    try {
-      this.#guard(what)
-    } catch (error) {
-      return Promise.reject(error)
-    }
+  async #write<T>(what: string, write: () => Promise<T>): Promise<T> {
+    this.#guard(what)
     return retryWrite(write, {
       retryable: (error) => !(error instanceof OwnershipLostError),
       scheduler: this.#scheduler,
@@ -483,7 +484,7 @@ export class SessionRuntime {
   }
 
   #publish(payload: SessionEventPayload): void {
-    if (this.#abandoned || (this.deps.leaseHeld && !this.deps.leaseHeld())) return
+    if (!this.#mayStillOwn) return
     this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
       this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
     })

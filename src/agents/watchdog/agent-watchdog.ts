@@ -74,9 +74,9 @@ export class AgentWatchdog {
     child.once('exit', (code, signal) => {
       if (this.#child !== child || this.#closed) return
       this.#child = undefined
-      // Without it a stall could leave two agents for a session: start another one with what it knew.
+      // Without it a stall could leave two agents for a session: another one starts with what it
+      // knew (#start sends the deadline first), or with the next agent when none runs now.
       this.deps.logger.error({ action: 'watchdog.exit', code, signal }, 'agent watchdog ended; starting another')
-      if (this.#watched.size > 0 || this.#deadlineAt !== null) this.#send(this.#deadlineLine())
       for (const pgid of this.#watched) this.#send(`watch ${pgid}`)
     })
     child.stdin?.write(`${this.#deadlineLine()}\n`)
