@@ -47,6 +47,8 @@ export class SessionRuntime {
   readonly coalescer: SessionCoalescer
   #turnId: string | undefined
   #queue: { turnId: string; text: string }[] = []
+  /** Every turn ever queued here: a prompt both refilled from the store and enqueued by its request is queued once. */
+  readonly #queued = new Set<string>()
   #responders = new Map<string, Responder>()
   #subagents = new Set<string>()
   #agentSpokeThisTurn = false
@@ -112,8 +114,21 @@ export class SessionRuntime {
    * runtime is ending: nobody would drain the queue, so the caller must use a new runtime.
    */
   enqueuePrompt(turnId: string, text: string): boolean {
+    return this.restorePrompts([{ turnId, text }])
+  }
+
+  /**
+   * Queues prompts stored as queued (in the order given, after those already queued here; one
+   * already queued here is skipped): the queue lives in memory, so a relaunched agent's runtime
+   * is refilled from the store. False when the runtime is ending.
+   */
+  restorePrompts(prompts: readonly { turnId: string; text: string }[]): boolean {
     if (this.#finished) return false
-    this.#queue.push({ turnId, text })
+    for (const prompt of prompts) {
+      if (this.#queued.has(prompt.turnId)) continue
+      this.#queued.add(prompt.turnId)
+      this.#queue.push({ turnId: prompt.turnId, text: prompt.text })
+    }
     this.#dispatchNext().catch((error: unknown) =>
       error instanceof OwnershipLostError
         ? this.#ownershipLost()
@@ -164,13 +179,8 @@ export class SessionRuntime {
   }
 
   async #dispatchNext(): Promise<void> {
-    if (this.#turnId || this.#finished) return
-    const next = this.#queue.shift()
+    const next = await this.#claimNext()
     if (!next) return
-    this.#turnId = next.turnId
-    this.#agentSpokeThisTurn = false
-    const { store } = this.deps
-    await this.#write('turn.dispatched', () => markPromptDispatched(store, next.turnId))
     await this.#setState('RUNNING')
     this.#publish({ type: 'TurnStarted', sessionId: this.sessionId, turnId: next.turnId })
     this.#dispatched++
@@ -178,6 +188,24 @@ export class SessionRuntime {
       (response) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, response }),
       (error: unknown) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, error }),
     )
+  }
+
+  /**
+   * The next queued prompt this runtime may send, its turn now the one in flight. The dispatch is
+   * recorded before the prompt goes out, and only once per prompt whoever tries: one already
+   * attempted (here, or by an earlier owner) may have reached an agent, so it is skipped, never re-sent.
+   */
+  async #claimNext(): Promise<{ turnId: string; text: string } | undefined> {
+    const { store } = this.deps
+    for (;;) {
+      if (this.#turnId || this.#finished) return undefined
+      const next = this.#queue.shift()
+      if (!next) return undefined
+      this.#turnId = next.turnId
+      this.#agentSpokeThisTurn = false
+      if (await this.#write('turn.dispatched', () => markPromptDispatched(store, next.turnId))) return next
+      this.#turnId = undefined
+    }
   }
 
   async #consume(): Promise<void> {

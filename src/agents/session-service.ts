@@ -31,6 +31,7 @@ import type { Scheduler } from '../util/scheduler.ts'
 import { branchExists } from './launch-checks.ts'
 import { echoed } from '../errors.ts'
 import { SessionRuntime } from './session-runtime.ts'
+import { closeQueuedPrompts, queuedPrompts } from '../store/turns.ts'
 
 /** A failure the client caused or can fix; `code` becomes extensions.code. */
 export class SessionOperationError extends Error {
@@ -204,7 +205,47 @@ export class SessionService {
     await updateSession(store, sessionId, { acpSessionId: agent.acpSessionId, state: 'WAITING_FOR_INPUT' })
     await clearLaunchError(store, session.taskId)
     this.#publishState(sessionId, 'WAITING_FOR_INPUT')
-    return this.#attach(sessionId, agent)
+    // The queue lives in the runtime's memory: prompts an earlier agent of the session (on this
+    // process or a dead one) left queued in the store come first, in the order they were accepted.
+    // Read before the runtime is attached and queued in the same step: a request reaches the
+    // runtime only once it is attached, so a prompt accepted through it comes after these.
+    const stored = await queuedPrompts(store, sessionId)
+    const runtime = this.#attach(sessionId, agent)
+    runtime.restorePrompts(stored)
+    return runtime
+  }
+
+  /**
+   * Recovery (restart, takeover) kept these sessions' queued prompts: each is dispatched here,
+   * once and in order, on a relaunched agent. In the background: nobody waits for the launches;
+   * a failure is logged, and a session whose agent cannot start (FAILED) closes its queued prompts,
+   * which nobody can run any more.
+   */
+  dispatchStoredPrompts(sessionIds: readonly string[]): void {
+    for (const sessionId of sessionIds)
+      this.#dispatchStored(sessionId).catch((error: unknown) =>
+        this.deps.logger.warn({ err: error, sessionId, action: 'session.dispatch_queued' }, 'dispatching the queued prompts of a recovered session failed'),
+      )
+  }
+
+  async #dispatchStored(sessionId: string): Promise<void> {
+    const live = this.#runtimes.get(sessionId)
+    if (live) {
+      live.restorePrompts(await queuedPrompts(this.deps.store, sessionId))
+      return
+    }
+    const session = await findSession(this.deps.store, sessionId)
+    // Deleted, stopped or failed meanwhile: those prompts are not this path's to send.
+    if (!session || !OPENS_AGENT.has(session.state) || (this.deps.instanceId && session.ownerInstanceId !== this.deps.instanceId)) return
+    try {
+      await this.#ensureRuntime(sessionId)
+    } catch (error) {
+      const after = await findSession(this.deps.store, sessionId)
+      if (after?.state === 'FAILED')
+        for (const turn of await closeQueuedPrompts(this.deps.store, sessionId, 'agent_boot_failed'))
+          this.deps.pubsub.publish('session', sessionId, { type: 'TurnCompleted', sessionId, turnId: turn.id }).catch(() => undefined)
+      throw error
+    }
   }
 
   /**

@@ -8,7 +8,8 @@ import type { InstanceMetrics } from './instance-metrics.ts'
  * (of concurrent passes on several instances, each session goes to one), and is recovered as after a
  * restart: open turns end interrupted, live sessions wait for input (FAILED where the profile is
  * not configured here); each write re-derives the task's summary, which reaches the feed. The
- * agent relaunches here on the next prompt. Focus held for the dead instances' connections ends.
+ * agent relaunches here on the next prompt, or at once for prompts the dead owner left queued
+ * (dispatched here once, in order). Focus held for the dead instances' connections ends.
  */
 export async function takeOverExpired(
   options: RecoveryOptions & { instanceId: string; metrics?: InstanceMetrics; git?: GitMonitor; reason: 'startup' | 'lease' },

@@ -3,7 +3,7 @@ import type { Projector } from '../projector/projector.ts'
 import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { strandedSessions } from '../store/runtime.ts'
-import { closeInterruptedWork, sessionsWithOpenWork } from '../store/turns.ts'
+import { closeInterruptedWork, sessionsWithOpenWork, sessionsWithQueuedPrompts } from '../store/turns.ts'
 import { AGENT_ACTIVITY, LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
 import { echoed } from '../errors.ts'
 import type { InterruptionReason } from '../summary/types.ts'
@@ -20,14 +20,24 @@ export interface RecoveryOptions {
   resumableProfiles: ReadonlySet<string>
   /** Subscribers elsewhere (Redis) learn of each closed turn and final message; absent, nothing is published. */
   pubsub?: PubSub
+  /**
+   * Sessions whose queued prompts recovery kept, to be dispatched by this instance (their owner
+   * now) in the background: recovery does not wait for it. Absent, they wait for the next launch.
+   */
+  dispatchQueued?: (sessionIds: string[]) => void
 }
+
+/** States a recovered session waits for input in: its queued prompts are kept for its next agent. */
+const WAITS_FOR_INPUT = ['WAITING_FOR_INPUT', 'IDLE']
 
 /**
  * Recovers sessions whose agent process died with the server process that ran it: at startup,
  * and for a takeover of a dead instance's sessions. Every turn it left open closes as
- * interrupted, every partial message gets its final status, every pending request nobody can
- * answer is cancelled; then sessions left STARTING or RUNNING become WAITING_FOR_INPUT
- * (relaunched on demand), or FAILED when their profile is gone; whatever its state, every
+ * interrupted, except the prompts queued behind them and never dispatched, which stay queued
+ * (in sessions that wait for input once recovered) and go to `dispatchQueued`; every partial
+ * message gets its final status, every pending request nobody can answer is cancelled; then
+ * sessions left STARTING or RUNNING become WAITING_FOR_INPUT (relaunched on demand, or at once
+ * for their queued prompts), or FAILED when their profile is gone; whatever its state, every
  * session's subagents and background work end (no agent carries them any more). Bounded: a
  * fixed number of statements per batch of sessions, whatever their turns and messages. Each write emits its
  * source events, so the summaries re-derive through the projector as for any other write.
@@ -37,9 +47,7 @@ export interface RecoveryOptions {
 export async function recoverSessions(options: RecoveryOptions, sessions: readonly RecoverableSession[], reason: InterruptionReason) {
   const { store } = options
   const ids = [...new Set(sessions.map((s) => s.id))]
-  if (ids.length === 0) return { resumed: 0, failed: 0, clearedActivity: 0, closedTurns: 0, finalizedMessages: 0 }
-  const closed = await closeInterruptedWork(store, ids, reason)
-  const at = store.now()
+  if (ids.length === 0) return { resumed: 0, failed: 0, clearedActivity: 0, closedTurns: 0, finalizedMessages: 0, queuedSessions: 0 }
   const profiles = new Map(sessions.map((s) => [s.id, s.agentProfile]))
   const resumable = ids.filter((id) => options.resumableProfiles.has(profiles.get(id)!))
   const orphans = new Map<string, string[]>()
@@ -52,10 +60,19 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
   // Whatever their state, no agent carries their subagents or background work any more.
   const active = { OR: AGENT_ACTIVITY }
   // Read before writing: updateMany returns counts, and these rows name the sessions that change.
-  const changing = await store.db.session.findMany({
-    where: { id: { in: ids }, OR: [live, active] },
-    select: { id: true, taskId: true, state: true, task: { select: { workspaceId: true } } },
+  const rows = await store.db.session.findMany({
+    where: { id: { in: ids } },
+    select: { id: true, taskId: true, state: true, activeSubagentCount: true, backgroundWork: true, task: { select: { workspaceId: true } } },
   })
+  const changing = rows.filter((s) => LIVE_SESSION_STATES.includes(s.state) || s.activeSubagentCount !== 0 || s.backgroundWork)
+  // Sessions that wait for input once recovered keep their never-dispatched prompts for their next
+  // agent; a stopped or failed one, or one whose profile is gone, has nobody to run them: they close.
+  const resumableIds = new Set(resumable)
+  const keepQueued = rows
+    .filter((s) => resumableIds.has(s.id) && (LIVE_SESSION_STATES.includes(s.state) || WAITS_FOR_INPUT.includes(s.state)))
+    .map((s) => s.id)
+  const closed = await closeInterruptedWork(store, ids, reason, keepQueued)
+  const at = store.now()
   const idle = { activeSubagentCount: 0, backgroundWork: false, updatedAt: at }
   await store.db.$transaction(async (tx) => {
     if (resumable.length > 0)
@@ -94,12 +111,16 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
     void publish({ type: 'SessionStateChanged', sessionId: s.id, state: failedIds.has(s.id) ? 'FAILED' : 'WAITING_FOR_INPUT' })
 
   const failed = reset.filter((s) => failedIds.has(s.id)).length
+  // Their owner is this instance now (its claim came first): it alone dispatches them.
+  const queued = await sessionsWithQueuedPrompts(store, keepQueued)
+  if (queued.length > 0) options.dispatchQueued?.(queued)
   return {
     resumed: reset.length - failed,
     failed,
     clearedActivity: changing.length - reset.length,
     closedTurns: closed.turns.length,
     finalizedMessages: closed.messages.length,
+    queuedSessions: queued.length,
   }
 }
 

@@ -186,7 +186,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   // Ownership: a lease renewed while this process lives; commands for sessions owned elsewhere go there.
   const instanceMetrics = createInstanceMetrics(metrics.registry, () => sessions.liveSessionIds().length)
-  const recovery = { store, logger, pubsub, resumableProfiles: new Set(profiles.keys()) }
+  // Prompts a dead process left queued go out from here (their owner now), after each recovery, in the background.
+  const recovery = { store, logger, pubsub, resumableProfiles: new Set(profiles.keys()), dispatchQueued: (ids: string[]) => sessions.dispatchStoredPrompts(ids) }
   const lease: InstanceLease = new InstanceLease(instanceId, {
     store,
     logger,

@@ -185,12 +185,22 @@ export async function startTurn(
 
 /**
  * Marks a turn's prompt as dispatched to the agent: a reservation becomes authoritative and a
- * conversational start, and a queued prompt stops waiting.
+ * conversational start, and a queued prompt stops waiting. A compare-and-set, written before the
+ * prompt goes out: of every attempt to dispatch one prompt (a runtime refilled from the store,
+ * a new owner after a takeover) only the first gets the turn; the others get null and must not
+ * send it. A session owned elsewhere (or gone) is refused as for any fenced write.
  */
 export async function markPromptDispatched(store: Store, turnId: string) {
-  const turn = await fenced(store, `turn ${turnId}`, () =>
-    store.db.turn.update({ where: { id: turnId, session: stillOwned(store) }, data: { promptDispatchAttempted: true, queuedAt: null } }),
-  )
+  const [turn] = await store.db.turn.updateManyAndReturn({
+    where: { id: turnId, promptDispatchAttempted: false, session: stillOwned(store) },
+    data: { promptDispatchAttempted: true, queuedAt: null },
+  })
+  if (!turn) {
+    const row = await store.db.turn.findUnique({ where: { id: turnId }, select: { session: { select: { ownerInstanceId: true } } } })
+    if (row && (!store.owner || row.session.ownerInstanceId === store.owner)) return null
+    if (store.owner) throw new OwnershipLostError(`turn ${turnId}`)
+    throw new Error(`Turn ${turnId} does not exist.`)
+  }
   if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
   await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
   return turn

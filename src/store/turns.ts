@@ -76,23 +76,33 @@ export async function closeTurn(store: Store, turnId: string, end: { stopReason:
 const BATCH = 500
 
 /**
+ * A user prompt accepted behind another turn and never handed to an agent: it is stored, so it
+ * survives its server process and is dispatched (once) by the session's next owner.
+ */
+export const QUEUED_PROMPT = { queuedAt: { not: null }, promptDispatchAttempted: false, lifecycleOnly: false, completedAt: null } satisfies Prisma.TurnWhereInput
+
+/**
  * The work a dead process left open in these sessions (restart, and takeover of another
  * instance's sessions): every open turn, lifecycle-only ones too, closes as interrupted, with
- * `reason` recorded as the way the server cut it off (queued prompts close with it: they are
- * no longer waiting, and the task's queued-prompt count says so); every
+ * `reason` recorded as the way the server cut it off, except the queued prompts (never
+ * dispatched) of the sessions in `keepQueued`: those stay open and queued for the new owner to
+ * dispatch (a turn whose prompt was attempted may have reached the agent, so it is never
+ * re-sent: it closes). Queued prompts of other sessions (nobody can run them) close too; every
  * message still in progress becomes INTERRUPTED (COMPLETED when its turn had ended normally);
  * every pending permission or clarification becomes CANCELLED, since the agent that asked is gone
  * and a relaunched one never receives the answer. A fixed number of statements per 500 sessions, whatever the number of turns or
  * messages. Closing by recovery is not activity: the task's activity time stays where the dead
  * process left it.
  */
-export async function closeInterruptedWork(store: Store, sessionIds: readonly string[], reason: InterruptionReason) {
+export async function closeInterruptedWork(store: Store, sessionIds: readonly string[], reason: InterruptionReason, keepQueued: readonly string[] = []) {
+  const keep = new Set(keepQueued)
   const turns: ClosedTurn[] = []
   const messages: (FinalizedMessage & { taskId: string })[] = []
   const at = store.now()
   const select = { id: true, sessionId: true, taskId: true, version: true } as const
   for (let i = 0; i < sessionIds.length; i += BATCH) {
     const ids = sessionIds.slice(i, i + BATCH)
+    const kept = ids.filter((id) => keep.has(id))
     const batch = await store.db.$transaction(async (tx) => {
       // Before the open turns close: a message left in progress in a turn the agent did end (by a
       // server that did not finalize messages) is a complete reply, not a cut-off one.
@@ -102,7 +112,7 @@ export async function closeInterruptedWork(store: Store, sessionIds: readonly st
         select,
       })
       const closed = await tx.turn.updateManyAndReturn({
-        where: { sessionId: { in: ids }, completedAt: null },
+        where: { sessionId: { in: ids }, completedAt: null, ...(kept.length > 0 && { NOT: { sessionId: { in: kept }, ...QUEUED_PROMPT } }) },
         data: { completedAt: at, stopReason: INTERRUPTED_STOP_REASON, interrupted: true, interruption: reason },
         select: { id: true, sessionId: true, taskId: true },
       })
@@ -136,4 +146,39 @@ export function sessionsWithOpenWork({ db }: Store) {
     where: { OR: [{ turns: { some: { completedAt: null } } }, { messages: { some: UNFINISHED } }] },
     select: { id: true, agentProfile: true },
   })
+}
+
+/** Of these sessions, those with a stored queued prompt (one statement). */
+export async function sessionsWithQueuedPrompts({ db }: Store, sessionIds: readonly string[]): Promise<string[]> {
+  if (sessionIds.length === 0) return []
+  const rows = await db.turn.findMany({
+    where: { sessionId: { in: [...sessionIds] }, ...QUEUED_PROMPT },
+    select: { sessionId: true },
+    distinct: ['sessionId'],
+  })
+  return rows.map((r) => r.sessionId)
+}
+
+/** A session's stored queued prompts in the order they were accepted, with their text. */
+export async function queuedPrompts({ db }: Store, sessionId: string): Promise<{ turnId: string; text: string }[]> {
+  const turns = await db.turn.findMany({
+    where: { sessionId, ...QUEUED_PROMPT },
+    orderBy: [{ queuedAt: 'asc' }, { startedAt: 'asc' }, { id: 'asc' }],
+    select: { id: true, messages: { where: { author: 'USER' }, orderBy: { createdAt: 'asc' }, take: 1, select: { content: true } } },
+  })
+  return turns.flatMap((t) => (t.messages[0] ? [{ turnId: t.id, text: t.messages[0].content }] : []))
+}
+
+/**
+ * Closes a session's queued prompts that nobody will run (its agent could not be relaunched):
+ * they are no longer waiting, and the task's queued-prompt count says so. Not activity.
+ */
+export async function closeQueuedPrompts(store: Store, sessionId: string, stopReason: string): Promise<ClosedTurn[]> {
+  const turns = await store.db.turn.updateManyAndReturn({
+    where: { sessionId, ...QUEUED_PROMPT },
+    data: { completedAt: store.now(), stopReason, interrupted: true },
+    select: { id: true, sessionId: true, taskId: true },
+  })
+  await emitFor(store, 'turn.completed', turns)
+  return turns
 }

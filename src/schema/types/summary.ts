@@ -161,7 +161,7 @@ export const TaskStatusSummaryRef = builder.objectRef<StoredSummary>('TaskStatus
     }),
     queuedPromptCount: t.int({
       description:
-        "(v1.3) User prompts accepted by the task's sessions and not yet dispatched to their agent (a turn was in flight). Stored with each prompt, so the count stays exact across restarts and takeovers. A prompt still queued when the server holding it stops is not dispatched later: the recovery closes its turn as interrupted, and the count drops.",
+        "(v1.3) User prompts accepted by the task's sessions and not yet dispatched to their agent (a turn was in flight). Durable: it survives restarts and takeovers, and each queued prompt is dispatched exactly once (by the session's owner after the restart or takeover, in order, one turn at a time); only a session nobody can run any more (its agent profile gone, its agent unable to start) closes its queued prompts, and the count drops.",
       resolve: (s) => s.payload.queuedPromptCount,
     }),
     interruption: t.field({
