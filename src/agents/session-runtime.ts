@@ -198,7 +198,8 @@ export class SessionRuntime {
   async #claimNext(): Promise<{ turnId: string; text: string } | undefined> {
     const { store } = this.deps
     for (;;) {
-      if (this.#turnId || this.#finished) return undefined
+      // A stopping agent takes no more prompts: on a shutdown the queued ones stay stored for the next owner.
+      if (this.#turnId || this.#finished || this.agent.stopping) return undefined
       const next = this.#queue.shift()
       if (!next) return undefined
       this.#turnId = next.turnId

@@ -78,16 +78,16 @@ describe('a failed store write never leaves a session that accepts prompts nobod
   it('a dispatch write that fails once is retried with backoff and the prompt is answered', async () => {
     const s = await newSession()
     time.delays.length = 0
-    harness.fail({ model: 'turn', method: 'update', when: (a) => a.data?.promptDispatchAttempted === true, times: 1 })
+    harness.fail({ model: 'turn', method: 'updateManyAndReturn', when: (a) => a.data?.promptDispatchAttempted === true, times: 1 })
     await send(s, 'hello')
     await answered(s.sessionId, 'echo: hello')
-    expect(harness.failed).toEqual(['turn.update'])
+    expect(harness.failed).toEqual(['turn.updateManyAndReturn'])
     expect(time.delays).toContain(WRITE_RETRY_DELAYS_MS[0])
   })
 
   it('a dispatch write that keeps failing ends the session FAILED with an error, and the next prompt is dispatched by a new agent', async () => {
     const s = await newSession()
-    harness.fail({ model: 'turn', method: 'update', when: (a) => a.data?.promptDispatchAttempted === true, times: Infinity })
+    harness.fail({ model: 'turn', method: 'updateManyAndReturn', when: (a) => a.data?.promptDispatchAttempted === true, times: Infinity })
     await send(s, 'lost')
     const failed = await eventually(async () => {
       const row = await db.session.findUniqueOrThrow({ where: { id: s.sessionId } })
