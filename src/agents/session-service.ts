@@ -9,6 +9,7 @@ import { ownedBy, type Store } from '../store/store.ts'
 import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
 import {
   acceptUserPrompt,
+  clearInterruption,
   clearLaunchError,
   clearSessionError,
   completeTurn,
@@ -328,6 +329,8 @@ export class SessionService {
       if (!RESUMABLE.has(session.state)) throw new SessionOperationError('CONFLICT', `A ${session.state} session cannot be resumed.`)
       await this.#ensureRuntime(sessionId)
     }
+    // Also when an agent already runs (an opener or a queued prompt relaunched it): resuming is the user's answer to the cut.
+    await clearInterruption(this.deps.store, sessionId)
     return getSession(this.deps.store, sessionId)
   }
 

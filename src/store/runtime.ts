@@ -320,6 +320,18 @@ export async function clearLaunchError(store: Store, taskId: string) {
   if (count > 0) await emit(store, 'launchError.changed', taskId)
 }
 
+const NO_INTERRUPTION = { interruption: null, interruptedAt: null } as const
+
+/** resumeSession answers the summary's interruption, as the user's next prompt does. */
+export async function clearInterruption(store: Store, sessionId: string) {
+  const [session] = await store.db.session.updateManyAndReturn({
+    where: { id: sessionId, interruption: { not: null } },
+    data: NO_INTERRUPTION,
+    select: { taskId: true },
+  })
+  if (session) await emit(store, 'session.changed', session.taskId, sessionId)
+}
+
 /** Sessions a dead process left mid-launch or mid-turn, or with subagents or background work its agent carried. */
 export function strandedSessions({ db }: Store) {
   return db.session.findMany({
@@ -343,6 +355,8 @@ export async function acceptUserPrompt(store: Store, input: { clientMessageId: s
       // Behind a turn still open (in flight, or itself waiting) the prompt waits in the session's
       // queue: stored as queued until its dispatch, so the count survives this process.
       const ahead = await tx.turn.count({ where: { sessionId: session.id, completedAt: null, lifecycleOnly: false } })
+      // The user's next prompt after the server cut a turn off answers the summary's interruption.
+      if (session.interruption !== null) await tx.session.update({ where: { id: session.id }, data: NO_INTERRUPTION })
       const turn = await tx.turn.create({
         data: { sessionId: session.id, taskId: session.taskId, startedAt: at, queuedAt: ahead > 0 ? at : null },
       })

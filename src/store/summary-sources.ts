@@ -25,7 +25,6 @@ type TurnRow = {
   promptDispatchAttempted: unknown
   hasMessages: unknown
   completedAt: string | Date | null
-  interruption: string | null
   queuedPrompts: unknown
 }
 
@@ -52,10 +51,10 @@ async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Prom
   const rows = await db.$queryRaw<TurnRow[]>`
     SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
       EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
-      t."completedAt", t."interruption", t."queuedPrompts"
+      t."completedAt", t."queuedPrompts"
     FROM (
       SELECT turn."id", turn."sessionId", turn."startedAt", turn."lifecycleOnly", turn."promptDispatchPending",
-        turn."promptDispatchAttempted", turn."completedAt", turn."interruption",
+        turn."promptDispatchAttempted", turn."completedAt",
         SUM(CASE WHEN turn."queuedAt" IS NOT NULL AND turn."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY turn."sessionId") AS "queuedPrompts",
         ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "rank"
       FROM "Turn" turn
@@ -72,8 +71,6 @@ async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Prom
       promptDispatchAttempted: rawBool(row.promptDispatchAttempted),
       hasMessages: rawBool(row.hasMessages),
       completedAt: row.completedAt === null ? null : rawDate(row.completedAt),
-      // An unknown stored value is ignored, never a reason to reject the summary.
-      interruption: row.interruption !== null && INTERRUPTIONS.has(row.interruption) ? (row.interruption as InterruptionReason) : null,
     })
     result.set(row.sessionId, entry)
   }
@@ -129,6 +126,7 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
       backgroundWork: false,
       error: null,
       errorClearedStamp: null,
+      interruption: null,
       recentTurns: turns.get(sessionId)?.recent ?? [],
       queuedPrompts: turns.get(sessionId)?.queuedPrompts ?? 0,
       pendingRequests: requests.map(pendingObservation),
@@ -219,6 +217,11 @@ export async function loadSummaryInputs(
           ? { code: s.errorCode, message: s.errorMessage ?? '', stamp: s.errorStamp, occurredAt: s.errorOccurredAt }
           : null,
       errorClearedStamp: s.errorClearedStamp,
+      // An unknown stored reason is ignored, never a reason to reject the summary.
+      interruption:
+        s.interruption !== null && s.interruptedAt !== null && INTERRUPTIONS.has(s.interruption)
+          ? { reason: s.interruption as InterruptionReason, at: s.interruptedAt }
+          : null,
       recentTurns: turns.get(s.id)?.recent ?? [],
       queuedPrompts: turns.get(s.id)?.queuedPrompts ?? 0,
       pendingRequests: (pendingBySession.get(s.id) ?? []).filter((m) => m.pendingId !== null).map(pendingObservation),

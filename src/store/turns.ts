@@ -116,6 +116,10 @@ export async function closeInterruptedWork(store: Store, sessionIds: readonly st
         data: { completedAt: at, stopReason: INTERRUPTED_STOP_REASON, interrupted: true, interruption: reason },
         select: { id: true, sessionId: true, taskId: true },
       })
+      // The summary shows the cut on the session until the user acts on it (a queued prompt the
+      // new owner dispatches is the server's work, not the user's: it leaves the mark).
+      const cut = [...new Set(closed.map((t) => t.sessionId))]
+      if (cut.length > 0) await tx.session.updateMany({ where: { id: { in: cut } }, data: { interruption: reason, interruptedAt: at } })
       const partial = await tx.message.updateManyAndReturn({
         where: { AND: [{ sessionId: { in: ids } }, UNFINISHED] },
         data: { status: INTERRUPTED, version: { increment: 1 }, updatedAt: at },

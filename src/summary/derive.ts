@@ -1,6 +1,6 @@
 import { activeError } from './active-error.ts'
 import { gitTotals } from './git-totals.ts'
-import type { SessionObservation, SummaryInputs, TurnObservation } from './inputs.ts'
+import type { SessionObservation, SummaryInputs } from './inputs.ts'
 import { taskPending } from './pending.ts'
 import { pullRequestSummary } from './pull-requests.ts'
 import type { SummaryPayload } from './types.ts'
@@ -17,18 +17,13 @@ function primaryOf(sessions: SessionObservation[]): SessionObservation | undefin
 }
 
 /**
- * Set while the primary session's latest turn (lifecycle-only ones included: a resume records
- * one) is one the server cut off. A newer turn (the next prompt, a resume) or another primary
- * session (the deleted one's successor) clears it.
+ * The primary session's mark of a turn the server cut off (restart, takeover), as the session
+ * row holds it: the user's next prompt or resumeSession clears it there, and another primary
+ * session (the deleted one's successor) carries its own.
  */
 function interruption(primary: SessionObservation | undefined): SummaryPayload['interruption'] {
-  const latest = primary ? [...primary.recentTurns].sort(newestTurnFirst)[0] : undefined
-  if (!primary || !latest?.interruption || !latest.completedAt) return null
-  return { sessionId: primary.id, reason: latest.interruption, at: latest.completedAt.toISOString() }
-}
-
-function newestTurnFirst(a: TurnObservation, b: TurnObservation): number {
-  return b.startedAt.getTime() - a.startedAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0)
+  const cut = primary?.interruption
+  return primary && cut ? { sessionId: primary.id, reason: cut.reason, at: cut.at.toISOString() } : null
 }
 
 /** GENERATING while a turn is in flight (RUNNING); BACKGROUND while only subagents or background work run. */
@@ -62,7 +57,7 @@ function lastActivityAt(inputs: SummaryInputs): string | null {
  * from the same observations: stored rows of an older version are rebuilt on their next read
  * (reads otherwise trust the stored row and reconcile only its pending field).
  */
-export const SUMMARY_DERIVATION_VERSION = 2
+export const SUMMARY_DERIVATION_VERSION = 3
 
 /** Authoritative observations in, the bounded summary out. No IO, no clock. */
 export function deriveSummary(inputs: SummaryInputs): SummaryPayload {

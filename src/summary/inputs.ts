@@ -40,8 +40,6 @@ export interface TurnObservation {
   promptDispatchAttempted: boolean
   hasMessages: boolean
   completedAt: Date | null
-  /** Set when the server cut the turn off (restart recovery, takeover); null for every other ending. */
-  interruption: InterruptionReason | null
 }
 
 export interface PendingRequestObservation {
@@ -63,6 +61,11 @@ export interface SessionObservation {
   error: { code: string; message: string; stamp: string; occurredAt: Date } | null
   /** The stamp of the last dismissed or superseded error: that stamp cannot come back. */
   errorClearedStamp: string | null
+  /**
+   * The server cut a turn of this session off (restart recovery, takeover) and the user has not
+   * prompted or resumed since; null otherwise.
+   */
+  interruption: { reason: InterruptionReason; at: Date } | null
   /** The session's newest turns, newest first (a bounded window). */
   recentTurns: TurnObservation[]
   /** The session's prompts accepted behind an open turn and not yet dispatched (a count, read with the window). */

@@ -99,29 +99,42 @@ describe.each(PROVIDERS)('queuedPromptCount with the mock agent (%s)', (provider
 })
 
 describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
-  it('a turn cut off by the restart shows SERVER_RESTART until the next prompt; queued prompts end with it', { timeout: 90_000 }, async () => {
+  it('a turn cut off by the restart shows SERVER_RESTART until the next prompt, while the prompt queued behind it runs once', { timeout: 90_000 }, async () => {
     const first = await started(provider)
     const { token, taskId, sessionId, summary } = await waitingTask(first)
-    await ok(first.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: 'queued', content: 'hello' } })
+    const queued = { taskId, sessionId, clientMessageId: 'queued', content: 'count' }
+    await ok(first.graphqlUrl, token, AddMessageDocument, { input: queued })
     await first.projector.idle()
     expect((await summary()).queuedPromptCount).toBe(1)
     expect((await summary()).interruption).toBeNull()
     const { second, after } = await restartedAfterDeath(provider, first, token, taskId)
-    const cut = await after()
-    const turns = await second.store.db.turn.findMany({ where: { sessionId, lifecycleOnly: false }, orderBy: { startedAt: 'asc' } })
-    expect(turns.map((t) => [t.stopReason, t.interruption])).toEqual([
-      ['interrupted', 'SERVER_RESTART'],
-      ['interrupted', 'SERVER_RESTART'],
+    // The new owner dispatches the prompt that waited (never attempted) on a relaunched agent.
+    const conversational = () => second.store.db.turn.findMany({ where: { sessionId, lifecycleOnly: false }, orderBy: { startedAt: 'asc' } })
+    await eventually(async () => (await conversational()).every((t) => t.completedAt !== null))
+    await sessionSettled(second, sessionId)
+    await second.projector.idle()
+    const turns = await conversational()
+    expect(turns.map((t) => [t.stopReason, t.interruption, t.promptDispatchAttempted])).toEqual([
+      ['interrupted', 'SERVER_RESTART', true],
+      ['end_turn', null, true],
     ])
+    const reply = await second.store.db.message.findFirstOrThrow({ where: { turnId: turns[1]!.id, author: 'AGENT', content: { startsWith: 'prompts received' } } })
+    expect(reply.content).toBe('prompts received: 1')
+    // The queued prompt was the user's before the cut, not an answer to it: the mark stays.
+    const cut = await after()
     expect(cut).toMatchObject({
       primarySession: { id: sessionId, state: 'WAITING_FOR_INPUT' },
-      interruption: { sessionId, reason: 'SERVER_RESTART', at: turns[1]!.completedAt!.toISOString() },
+      interruption: { sessionId, reason: 'SERVER_RESTART', at: turns[0]!.completedAt!.toISOString() },
       queuedPromptCount: 0,
       pendingAction: null,
       waitingSince: null,
     })
+    // A retry of the queued prompt is a replay: nothing is sent again and the mark stays.
+    expect((await ok(second.graphqlUrl, token, AddMessageDocument, { input: queued })).addMessage.replayed).toBe(true)
+    await second.projector.idle()
+    expect((await after()).interruption).toMatchObject({ reason: 'SERVER_RESTART' })
 
-    // The next prompt is a newer turn: the interruption clears.
+    // The user's next prompt answers the cut: the interruption clears.
     await ok(second.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: 'after', content: 'hello again' } })
     await sessionSettled(second, sessionId)
     await second.projector.idle()
@@ -143,7 +156,7 @@ describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
     await ok(second.graphqlUrl, token, DeleteSessionDocument, { id: sessionId })
     await second.projector.idle()
     expect((await after()).interruption).toMatchObject({ sessionId: other, reason: 'SERVER_RESTART' })
-    // Resuming it records a lifecycle turn, newer than the cut-off one: cleared.
+    // Resuming it is the user's answer to the cut: cleared.
     await ok(second.graphqlUrl, token, ResumeSessionDocument, { id: other })
     await second.projector.idle()
     expect((await after()).interruption).toBeNull()

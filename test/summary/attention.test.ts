@@ -108,72 +108,60 @@ describe('queuedPromptCount: prompts accepted behind an open turn, not yet dispa
   })
 })
 
-describe('interruption: the primary session’s latest turn was cut off by the server', () => {
-  const cut = (id: string, minutes: number, reason: 'SERVER_RESTART' | 'OWNER_LOST', closedAt = minutes + 1) =>
-    turn(id, minutes, { completedAt: at(closedAt), interruption: reason })
+describe('interruption: the primary session’s mark of a turn the server cut off', () => {
+  // The mark is set by recovery and takeover and cleared by the user's next prompt or
+  // resumeSession in the store (test/api/attention-live.test.ts); derivation only carries the
+  // primary session's mark, whatever its turns did after the cut.
+  const cut = (reason: 'SERVER_RESTART' | 'OWNER_LOST', minutes: number) => ({ reason, at: at(minutes) })
   it.each<{ name: string; sessions: SessionObservation[]; interruption: SummaryPayload['interruption'] }>([
     { name: 'no sessions → null', sessions: [], interruption: null },
     {
-      name: 'latest turn closed by startup recovery → SERVER_RESTART at its close',
-      sessions: [session({ id: 'p', isPrimary: true, state: 'WAITING_FOR_INPUT', recentTurns: [cut('t1', 1, 'SERVER_RESTART', 9)] })],
+      name: 'a primary session marked by startup recovery → SERVER_RESTART at the cut',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'WAITING_FOR_INPUT', interruption: cut('SERVER_RESTART', 9) })],
       interruption: { sessionId: 'p', reason: 'SERVER_RESTART', at: iso(9) },
     },
     {
-      name: 'latest turn closed by a takeover → OWNER_LOST',
-      sessions: [session({ id: 'p', isPrimary: true, state: 'FAILED', recentTurns: [turn('t0', 0, { completedAt: at(1) }), cut('t1', 2, 'OWNER_LOST', 5)] })],
+      name: 'a primary session marked by a takeover → OWNER_LOST',
+      sessions: [session({ id: 'p', isPrimary: true, state: 'FAILED', interruption: cut('OWNER_LOST', 5) })],
       interruption: { sessionId: 'p', reason: 'OWNER_LOST', at: iso(5) },
     },
     {
-      name: 'a newer user turn (the next prompt) clears it',
-      sessions: [session({ id: 'p', isPrimary: true, state: 'RUNNING', recentTurns: [turn('t2', 8), cut('t1', 1, 'SERVER_RESTART')] })],
-      interruption: null,
-    },
-    {
-      name: 'a newer lifecycle-only turn (resumeSession) clears it',
+      name: 'a queued prompt running after the cut keeps the mark (it was accepted before the cut)',
       sessions: [
         session({
           id: 'p',
           isPrimary: true,
-          state: 'WAITING_FOR_INPUT',
-          recentTurns: [turn('boot', 8, { lifecycleOnly: true, completedAt: at(8) }), cut('t1', 1, 'SERVER_RESTART')],
+          state: 'RUNNING',
+          interruption: cut('SERVER_RESTART', 5),
+          recentTurns: [turn('queued', 4, { promptDispatchAttempted: true }), turn('boot', 6, { lifecycleOnly: true, completedAt: at(6) })],
         }),
       ],
-      interruption: null,
+      interruption: { sessionId: 'p', reason: 'SERVER_RESTART', at: iso(5) },
     },
     {
-      name: 'a turn the agent or the user ended (interrupted flag, no server reason) is no interruption',
+      name: 'an unmarked primary session (the user prompted or resumed since) → null, whatever its turns',
       sessions: [session({ id: 'p', isPrimary: true, state: 'CANCELLED', recentTurns: [turn('t1', 1, { completedAt: at(2) })] })],
       interruption: null,
     },
     {
-      name: 'an older cut-off turn behind a normal latest turn → null',
-      sessions: [session({ id: 'p', isPrimary: true, recentTurns: [cut('t1', 1, 'OWNER_LOST'), turn('t2', 4, { completedAt: at(5) })] })],
-      interruption: null,
-    },
-    {
-      name: 'only the primary session counts: a cut-off side session → null',
+      name: 'only the primary session counts: a marked side session → null',
       sessions: [
-        session({ id: 'p', isPrimary: true, createdAt: at(0), recentTurns: [turn('tp', 1, { completedAt: at(2) })] }),
-        session({ id: 'side', createdAt: at(3), recentTurns: [cut('ts', 3, 'SERVER_RESTART')] }),
+        session({ id: 'p', isPrimary: true, createdAt: at(0) }),
+        session({ id: 'side', createdAt: at(3), interruption: cut('SERVER_RESTART', 4) }),
       ],
       interruption: null,
     },
     {
-      name: 'without a primary flag the newest session is primary (after deleteSession): its own cut-off turn',
+      name: 'without a primary flag the newest session is primary (after deleteSession): its own mark',
       sessions: [
-        session({ id: 'older', createdAt: at(0), recentTurns: [cut('to', 1, 'OWNER_LOST', 3)] }),
-        session({ id: 'newer', createdAt: at(2), recentTurns: [cut('tn', 2, 'SERVER_RESTART', 4)] }),
+        session({ id: 'older', createdAt: at(0), interruption: cut('OWNER_LOST', 3) }),
+        session({ id: 'newer', createdAt: at(2), interruption: cut('SERVER_RESTART', 4) }),
       ],
       interruption: { sessionId: 'newer', reason: 'SERVER_RESTART', at: iso(4) },
     },
     {
-      name: 'the primary session deleted: its successor’s uninterrupted latest turn → null',
+      name: 'the primary session deleted: an unmarked successor → null',
       sessions: [session({ id: 'next', createdAt: at(2), recentTurns: [turn('tn', 2, { completedAt: at(3) })] })],
-      interruption: null,
-    },
-    {
-      name: 'a reason without a close time (never stored so) is ignored',
-      sessions: [session({ id: 'p', isPrimary: true, recentTurns: [turn('t1', 1, { interruption: 'SERVER_RESTART' })] })],
       interruption: null,
     },
   ])('$name', ({ sessions, interruption }) => {

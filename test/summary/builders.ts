@@ -28,7 +28,6 @@ export function turn(id: string, minutes: number, overrides: Partial<TurnObserva
     promptDispatchAttempted: false,
     hasMessages: true,
     completedAt: null,
-    interruption: null,
     ...overrides,
   }
 }
@@ -66,6 +65,7 @@ export function session(overrides: Partial<SessionObservation> = {}): SessionObs
     backgroundWork: false,
     error: null,
     errorClearedStamp: null,
+    interruption: null,
     recentTurns: [],
     queuedPrompts: 0,
     pendingRequests: [],
