@@ -3,6 +3,7 @@ import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Principal } from '../store/users.ts'
 import type { AccessEvent } from './access-events.ts'
+import { ExpiringMap } from '../util/expiring-map.ts'
 
 /** Why something a caller holds open was ended. */
 export type AccessEnd = 'credentials' | 'membership'
@@ -44,21 +45,18 @@ const RECENT_EVENTS = 256
  */
 export class AccessControl {
   readonly #holders = new Map<string, Set<AccessHolder>>()
-  readonly #cache = new Map<string, { principal: Principal; until: number }>()
-  /** `userId workspaceId` → until when a membership read is trusted; members only (a refusal is read again). */
-  readonly #members = new Map<string, number>()
+  readonly #cache: ExpiringMap<string, Principal>
+  /** `userId workspaceId` of membership reads still trusted; members only (a refusal is read again). */
+  readonly #members: ExpiringMap<string, true>
   readonly #recent: { generation: number; event: AccessEvent }[] = []
   /** Bumped by every event: a lookup that began before one is not cached. */
   #generation = 0
   #listening: AsyncIterableIterator<AccessEvent> | undefined
-  readonly #now: () => number
-  readonly #cacheMs: number
-  readonly #maxCached: number
 
   constructor(private readonly deps: AccessControlDeps) {
-    this.#now = deps.now ?? (() => performance.now())
-    this.#cacheMs = deps.cacheMs ?? 5_000
-    this.#maxCached = deps.maxCached ?? 10_000
+    const cache = { ttlMs: deps.cacheMs ?? 5_000, max: deps.maxCached ?? 10_000, ...(deps.now && { now: deps.now }) }
+    this.#cache = new ExpiringMap(cache)
+    this.#members = new ExpiringMap(cache)
   }
 
   get generation(): number {
@@ -79,14 +77,13 @@ export class AccessControl {
 
   async principalByHash(tokenHash: string, { fresh = false }: { fresh?: boolean } = {}): Promise<Principal | null> {
     const cached = this.#cache.get(tokenHash)
-    if (!fresh && cached && cached.until > this.#now()) return cached.principal
+    if (!fresh && cached) return cached
     const generation = this.#generation
     const principal = await this.deps.lookup(tokenHash)
     this.#cache.delete(tokenHash)
     // A revocation applied while the read was in flight may postdate what it read: not cached.
     if (principal && generation === this.#generation) {
-      if (this.#cache.size >= this.#maxCached) this.#cache.delete(this.#cache.keys().next().value!)
-      this.#cache.set(tokenHash, { principal, until: this.#now() + this.#cacheMs })
+      this.#cache.set(tokenHash, principal)
     }
     return principal
   }
@@ -99,14 +96,12 @@ export class AccessControl {
    */
   async isMember(userId: string, workspaceId: string): Promise<boolean> {
     const key = `${userId} ${workspaceId}`
-    const until = this.#members.get(key)
-    if (until !== undefined && until > this.#now()) return true
+    if (this.#members.get(key)) return true
     const generation = this.#generation
     const member = await this.deps.isMember(userId, workspaceId)
     this.#members.delete(key)
     if (member && generation === this.#generation) {
-      if (this.#members.size >= this.#maxCached) this.#members.delete(this.#members.keys().next().value!)
-      this.#members.set(key, this.#now() + this.#cacheMs)
+      this.#members.set(key, true)
     }
     return member
   }
@@ -138,7 +133,7 @@ export class AccessControl {
     this.#recent.push({ generation: this.#generation, event })
     if (this.#recent.length > RECENT_EVENTS) this.#recent.shift()
     if (event.type === 'credentials-revoked')
-      for (const [hash, entry] of this.#cache) if (entry.principal.userId === event.userId && hash !== event.keepTokenHash) this.#cache.delete(hash)
+      this.#cache.deleteWhere((principal, hash) => principal.userId === event.userId && hash !== event.keepTokenHash)
     if (event.type === 'membership-removed') this.#members.delete(`${event.userId} ${event.workspaceId}`)
     for (const holder of [...(this.#holders.get(event.userId) ?? [])]) if (this.#ends(event, holder)) this.#end(holder, event)
   }

@@ -20,6 +20,7 @@ import { attentionOrder } from '../summary/attention.ts'
 import { InvalidSummaryError, semanticJson, validateSummary } from '../summary/semantic.ts'
 import type { StoredSummary, SummaryPayload } from '../summary/types.ts'
 import { CoalescingRunner } from './coalescing-runner.ts'
+import { ExpiringMap } from '../util/expiring-map.ts'
 
 export interface ProjectorOptions {
   store: Store
@@ -30,7 +31,12 @@ export interface ProjectorOptions {
   maxAttempts?: number
   /** First wait before projecting again what an unreachable or saturated database failed (doubling up to 16 times it). */
   retryMs?: number
+  /** The monotonic clock of the workspace-rows check (tests inject one). */
+  now?: () => number
 }
+
+/** How long a workspace found with every summary row is trusted to still have them. */
+const COMPLETE_CHECK_MS = 5_000
 
 type Derived = { taskId: string; workspaceId: string; payload: SummaryPayload; json: string; attentionRank: number; attentionKey: number }
 
@@ -53,6 +59,8 @@ export class Projector {
   #retryTimer: ReturnType<typeof setTimeout> | undefined
   #retryDelay = 0
   #stopped = false
+  /** Workspaces whose tasks all had a summary row when last scanned (ensureWorkspaceRows). */
+  readonly #complete: ExpiringMap<string, true>
 
   constructor(options: ProjectorOptions) {
     this.#store = options.store
@@ -62,6 +70,7 @@ export class Projector {
     this.#maxAttempts = options.maxAttempts ?? 8
     this.#retryMs = options.retryMs ?? 500
     this.#runner = new CoalescingRunner((taskId) => this.#projectNow(taskId))
+    this.#complete = new ExpiringMap({ ttlMs: COMPLETE_CHECK_MS, max: 10_000, ...(options.now && { now: options.now }) })
   }
 
   /** Consumes the store's source events (never agent streams). */
@@ -254,12 +263,18 @@ export class Projector {
   }
 
   /**
-   * Creates the summary rows a workspace's tasks lack (normally none: a task's creation projects
-   * one; a read can come first). Lists ordered by stored summary columns call this first.
+   * Creates the summary rows a workspace's tasks lack. Normally there are none: createTask answers
+   * once its task's row is projected, and startup reconciliation creates what a crash left out.
+   * What remains (a projection the database failed, rows written around the server) is found by
+   * a scan of the workspace's tasks, run at most once per COMPLETE_CHECK_MS per workspace: lists
+   * ordered by stored summary columns call this before every page, and the scan grows with the
+   * workspace.
    */
   async ensureWorkspaceRows(workspaceId: string): Promise<void> {
+    if (this.#complete.get(workspaceId)) return
     const missing = await tasksWithoutSummary(this.#store, workspaceId)
     if (missing.length > 0) await this.ensure(missing)
+    this.#complete.set(workspaceId, true)
   }
 
   /**

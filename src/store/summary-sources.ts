@@ -7,11 +7,13 @@ import { rawBool, rawDate, rawInt } from './raw-values.ts'
 import type {
   GitObservation,
   PendingRequestObservation,
+  PendingSessionObservation,
   SessionObservation,
   SummaryInputs,
   TurnObservation,
 } from '../summary/inputs.ts'
 import { INTERRUPTION_REASONS, type InterruptionReason, type SessionState } from '../summary/types.ts'
+import { decidesAlone } from '../summary/pending.ts'
 
 /** How many of a session's newest turns the pending boundary looks at. */
 const RECENT_TURNS = 3
@@ -24,7 +26,6 @@ type TurnRow = {
   promptDispatchPending: unknown
   promptDispatchAttempted: unknown
   hasMessages: unknown
-  completedAt: string | Date | null
   queuedPrompts: unknown
 }
 
@@ -42,19 +43,19 @@ interface SessionTurns {
  * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
  * costs no statement of its own.
  */
-async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Promise<Map<string, SessionTurns>> {
+async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<string, SessionTurns>> {
   const result = new Map<string, SessionTurns>()
-  if (Array.isArray(sessions) && sessions.length === 0) return result
-  const sessionIds = Array.isArray(sessions) ? Prisma.join(sessions) : sessions
+  if (sessions.length === 0) return result
+  const sessionIds = Prisma.join(sessions)
   // The message probe is in the outer query: it runs for the few newest turns of each session
   // only, not for every turn the window ranks (their number grows with history).
   const rows = await db.$queryRaw<TurnRow[]>`
     SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
       EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
-      t."completedAt", t."queuedPrompts"
+      t."queuedPrompts"
     FROM (
       SELECT turn."id", turn."sessionId", turn."startedAt", turn."lifecycleOnly", turn."promptDispatchPending",
-        turn."promptDispatchAttempted", turn."completedAt",
+        turn."promptDispatchAttempted",
         SUM(CASE WHEN turn."queuedAt" IS NOT NULL AND turn."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY turn."sessionId") AS "queuedPrompts",
         ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "rank"
       FROM "Turn" turn
@@ -70,74 +71,88 @@ async function recentTurns({ db }: Store, sessions: string[] | Prisma.Sql): Prom
       promptDispatchPending: rawBool(row.promptDispatchPending),
       promptDispatchAttempted: rawBool(row.promptDispatchAttempted),
       hasMessages: rawBool(row.hasMessages),
-      completedAt: row.completedAt === null ? null : rawDate(row.completedAt),
     })
     result.set(row.sessionId, entry)
   }
   return result
 }
 
+type OpenRequestRow = {
+  taskId: string
+  sessionId: string
+  kind: string
+  turnId: string | null
+  createdAt: string | Date
+  sessionState: string
+  /** The session's newest turn (null: it has none). */
+  newestId: string | null
+  newestStartedAt: string | Date | null
+  newestLifecycleOnly: unknown
+  newestPromptDispatchPending: unknown
+  newestPromptDispatchAttempted: unknown
+  newestHasMessages: unknown
+}
+
+function newestTurn(row: OpenRequestRow): TurnObservation | undefined {
+  if (row.newestId === null || row.newestStartedAt === null) return undefined
+  return {
+    id: row.newestId,
+    startedAt: rawDate(row.newestStartedAt),
+    lifecycleOnly: rawBool(row.newestLifecycleOnly),
+    promptDispatchPending: rawBool(row.newestPromptDispatchPending),
+    promptDispatchAttempted: rawBool(row.newestPromptDispatchAttempted),
+    hasMessages: rawBool(row.newestHasMessages),
+  }
+}
+
 /**
  * The bounded projection boot and list reads reconcile `pendingAction` from: each task's
  * unresolved permission and clarification rows (an index range per task that holds only open
- * rows) with the state of their session, and the newest turns of those sessions, which decide
- * whether the request still counts. Sessions without an open request cannot be pending and are
- * not read. Two statements, sent together, whatever the history; callers ask only for tasks that
- * have an open request (SummaryReadRow.openRequests) or claim a pending action.
+ * rows) with the state of their session and its newest turn, which decide whether the request
+ * still counts. Usually that turn decides alone (summary/pending.ts `decidesAlone`): one statement
+ * whatever the history. Sessions whose newest turn does not (an agent relaunch, an empty
+ * reservation) have their window of newest turns read in a second. Sessions without an open
+ * request cannot be pending and are not read; callers ask only for tasks that have an open
+ * request (SummaryReadRow.openRequests) or claim a pending action.
  */
-export async function loadPendingInputs(store: Store, taskIds: readonly string[]): Promise<Map<string, SessionObservation[]>> {
+export async function loadPendingInputs(store: Store, taskIds: readonly string[]): Promise<Map<string, PendingSessionObservation[]>> {
   const { db } = store
-  const result = new Map<string, SessionObservation[]>()
+  const result = new Map<string, PendingSessionObservation[]>()
   if (taskIds.length === 0) return result
-  // The open-request range; the turn read selects its sessions by the same range, so both go out at once.
-  const openRange = Prisma.sql`"Message"."taskId" IN (${Prisma.join([...taskIds])}) AND "Message"."status" = 'PENDING'
-    AND "Message"."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND "Message"."pendingId" IS NOT NULL`
   // Raw: a 500-id list costs Prisma's query builder more than the indexed read itself.
-  const [open, turns] = await Promise.all([
-    db.$queryRaw<
-      {
-        taskId: string
-        sessionId: string
-        kind: string
-        pendingId: string | null
-        status: string | null
-        turnId: string | null
-        createdAt: string | Date
-        sessionState: string
-        sessionIsPrimary: unknown
-        sessionCreatedAt: string | Date
-      }[]
-    >`
-      SELECT "Message"."taskId", "Message"."sessionId", "Message"."kind", "Message"."pendingId", "Message"."status", "Message"."turnId",
-        "Message"."createdAt", s."state" AS "sessionState", s."isPrimary" AS "sessionIsPrimary", s."createdAt" AS "sessionCreatedAt"
-      FROM "Message" JOIN "Session" s ON s."id" = "Message"."sessionId"
-      WHERE ${openRange}`,
-    recentTurns(store, Prisma.sql`SELECT "Message"."sessionId" FROM "Message" WHERE ${openRange}`),
-  ])
-  for (const [sessionId, requests] of groupBy(open, (m) => m.sessionId)) {
+  const open = await db.$queryRaw<OpenRequestRow[]>`
+    SELECT m."taskId", m."sessionId", m."kind", m."turnId", m."createdAt", s."state" AS "sessionState", n."id" AS "newestId", n."startedAt" AS "newestStartedAt", n."lifecycleOnly" AS "newestLifecycleOnly",
+      n."promptDispatchPending" AS "newestPromptDispatchPending", n."promptDispatchAttempted" AS "newestPromptDispatchAttempted",
+      EXISTS (SELECT 1 FROM "Message" nm WHERE nm."turnId" = n."id") AS "newestHasMessages"
+    FROM "Message" m
+      JOIN "Session" s ON s."id" = m."sessionId"
+      LEFT JOIN "Turn" n ON n."id" = (
+        SELECT x."id" FROM "Turn" x WHERE x."sessionId" = m."sessionId" ORDER BY x."startedAt" DESC, x."id" DESC LIMIT 1)
+    WHERE m."taskId" IN (${Prisma.join([...taskIds])}) AND m."status" = 'PENDING'
+      AND m."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND m."pendingId" IS NOT NULL`
+  const bySession = groupBy(open, (m) => m.sessionId)
+  const undecided = [...bySession].filter(([, [first]]) => {
+    const newest = newestTurn(first!)
+    return !newest || !decidesAlone(newest)
+  })
+  const windows = undecided.length > 0 ? await recentTurns(store, undecided.map(([id]) => id)) : new Map<string, SessionTurns>()
+  for (const [sessionId, requests] of bySession) {
     const s = requests[0]!
+    const newest = newestTurn(s)
     const list = result.get(s.taskId) ?? []
     list.push({
-      id: sessionId,
       state: s.sessionState as SessionState,
-      isPrimary: rawBool(s.sessionIsPrimary),
-      createdAt: rawDate(s.sessionCreatedAt),
-      activeSubagentCount: 0,
-      backgroundWork: false,
-      error: null,
-      errorClearedStamp: null,
-      interruption: null,
-      recentTurns: turns.get(sessionId)?.recent ?? [],
-      queuedPrompts: turns.get(sessionId)?.queuedPrompts ?? 0,
-      pendingRequests: requests.map(pendingObservation),
+      recentTurns: newest && decidesAlone(newest) ? [newest] : (windows.get(sessionId)?.recent ?? []),
+      // Every row read is PENDING (the statement asks for no other).
+      pendingRequests: requests.map((r) => pendingObservation({ ...r, status: 'PENDING' })),
     })
     result.set(s.taskId, list)
   }
   return result
 }
 
-function pendingObservation(m: { kind: string; pendingId: string | null; status: string | null; turnId: string | null; createdAt: string | Date }): PendingRequestObservation {
-  return { kind: m.kind as PendingRequestObservation['kind'], pendingId: m.pendingId!, status: m.status, turnId: m.turnId, createdAt: rawDate(m.createdAt) }
+function pendingObservation(m: { kind: string; status: string | null; turnId: string | null; createdAt: string | Date }): PendingRequestObservation {
+  return { kind: m.kind as PendingRequestObservation['kind'], status: m.status, turnId: m.turnId, createdAt: rawDate(m.createdAt) }
 }
 
 /**
@@ -164,8 +179,8 @@ export async function loadSummaryInputs(
     withSessions.length ? db.gitObservation.findMany({ where: { taskId: { in: withSessions } } }) : none,
     withSessions.length
       ? db.message.findMany({
-          where: { taskId: { in: withSessions }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING' },
-          select: { sessionId: true, kind: true, pendingId: true, status: true, turnId: true, createdAt: true },
+          where: { taskId: { in: withSessions }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING', pendingId: { not: null } },
+          select: { sessionId: true, kind: true, status: true, turnId: true, createdAt: true },
         })
       : none,
     withSessions.length
@@ -224,7 +239,7 @@ export async function loadSummaryInputs(
           : null,
       recentTurns: turns.get(s.id)?.recent ?? [],
       queuedPrompts: turns.get(s.id)?.queuedPrompts ?? 0,
-      pendingRequests: (pendingBySession.get(s.id) ?? []).filter((m) => m.pendingId !== null).map(pendingObservation),
+      pendingRequests: (pendingBySession.get(s.id) ?? []).map(pendingObservation),
     }))
     const launch = launchByTask.get(task.id)
     result.set(task.id, {

@@ -39,12 +39,10 @@ export interface TurnObservation {
   promptDispatchPending: boolean
   promptDispatchAttempted: boolean
   hasMessages: boolean
-  completedAt: Date | null
 }
 
 export interface PendingRequestObservation {
   kind: 'PERMISSION_REQUEST' | 'CLARIFICATION'
-  pendingId: string
   status: string | null
   turnId: string | null
   /** When the agent raised the request. */
@@ -104,3 +102,6 @@ export interface PullRequestObservation {
   autoFix: boolean
   autoMerge: boolean
 }
+
+/** What the pending rules (summary/pending.ts) read of a session: the read path loads only this. */
+export type PendingSessionObservation = Pick<SessionObservation, 'state' | 'recentTurns' | 'pendingRequests'>

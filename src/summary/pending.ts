@@ -1,4 +1,4 @@
-import type { PendingRequestObservation, SessionObservation, TurnObservation } from './inputs.ts'
+import type { PendingRequestObservation, PendingSessionObservation, TurnObservation } from './inputs.ts'
 import type { SummaryPayload } from './types.ts'
 
 /** Only these session states can be waiting on the user. */
@@ -17,8 +17,17 @@ export function isAuthoritativeTurn(turn: TurnObservation): boolean {
  * lifecycle-only turn (an agent relaunch) is not a boundary: it never hides the turn the user
  * started, whether it was recorded before or after it.
  */
-export function currentAuthoritativeTurn(session: SessionObservation): TurnObservation | undefined {
+export function currentAuthoritativeTurn(session: PendingSessionObservation): TurnObservation | undefined {
   return [...session.recentTurns].sort(newestFirst).find((turn) => !turn.lifecycleOnly && isAuthoritativeTurn(turn))
+}
+
+/**
+ * Whether a session's newest turn is its current authoritative turn whatever its older turns are
+ * (conversational and authoritative): then the pending rules need no other turn of the session,
+ * and a loader may observe that one alone.
+ */
+export function decidesAlone(newest: TurnObservation): boolean {
+  return !newest.lifecycleOnly && isAuthoritativeTurn(newest)
 }
 
 function newestFirst(a: TurnObservation, b: TurnObservation): number {
@@ -30,14 +39,14 @@ function newestFirst(a: TurnObservation, b: TurnObservation): number {
  * clears only when that row itself reaches another status or is deleted: other rows, finished
  * or not, never clear it. A newer authoritative turn supersedes older pending rows.
  */
-export function armedRequests(session: SessionObservation): PendingRequestObservation[] {
+export function armedRequests(session: PendingSessionObservation): PendingRequestObservation[] {
   if (!CAN_BE_PENDING.has(session.state)) return []
   const turn = currentAuthoritativeTurn(session)
   if (!turn) return []
   return session.pendingRequests.filter((r) => r.turnId === turn.id && r.status === 'PENDING')
 }
 
-export function sessionPendingAction(session: SessionObservation): SummaryPayload['pendingAction'] {
+export function sessionPendingAction(session: PendingSessionObservation): SummaryPayload['pendingAction'] {
   return actionOf(armedRequests(session))
 }
 
@@ -48,7 +57,7 @@ function actionOf(armed: PendingRequestObservation[]): SummaryPayload['pendingAc
 }
 
 /** Permission outranks clarification across the task's sessions. */
-export function taskPendingAction(sessions: SessionObservation[]): SummaryPayload['pendingAction'] {
+export function taskPendingAction(sessions: readonly PendingSessionObservation[]): SummaryPayload['pendingAction'] {
   return taskPending(sessions).pendingAction
 }
 
@@ -59,7 +68,7 @@ const KIND_OF = { PERMISSION: 'PERMISSION_REQUEST', CLARIFICATION: 'CLARIFICATIO
  * request behind the pendingAction, the oldest armed request of that kind across the task's
  * sessions (how long the task has waited on its user for it); null when nothing is pending.
  */
-export function taskPending(sessions: SessionObservation[]): Pick<SummaryPayload, 'pendingAction' | 'waitingSince'> {
+export function taskPending(sessions: readonly PendingSessionObservation[]): Pick<SummaryPayload, 'pendingAction' | 'waitingSince'> {
   const armed = sessions.flatMap(armedRequests)
   const pendingAction = actionOf(armed)
   if (!pendingAction) return { pendingAction: null, waitingSince: null }

@@ -155,7 +155,7 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
     for (const sql of messageReads) {
       // By task only through the open-request range (for the page's ids, or one task's probe beside
       // its stored row); otherwise only the one-row probe of a recent turn.
-      const openRange = /(Message\.)?taskId (IN \([^)]*\)|= s\.taskId) AND (Message\.)?status = /.test(sql)
+      const openRange = /(\b\w+\.)?taskId (IN \([^)]*\)|= s\.taskId) AND (\w+\.)?status = /.test(sql)
       const turnProbe = /EXISTS \(SELECT 1 FROM Message m WHERE m\.turnId = t\.id\)/.test(sql) && !/m\.taskId/.test(sql)
       expect(openRange || turnProbe, sql).toBe(true)
     }
@@ -213,6 +213,26 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
     const after = await summaryOf(workspaceId, task.id)
     expect(after.pendingAction).toBeNull()
     expect(after.revision).toBe(before.revision)
+  })
+
+  it.each([
+    { name: 'an agent relaunch (lifecycle-only)', newest: { lifecycleOnly: true } },
+    { name: 'an empty reservation', newest: { promptDispatchPending: true } },
+  ])('a pending request whose session’s newest turn is $name still counts: the read looks past that turn', async ({ newest }) => {
+    const workspaceId = await newWorkspace(`past ${newest.lifecycleOnly ? 'relaunch' : 'reservation'}`)
+    const task = await createTask(server.store, { workspaceId, title: 'past the newest turn' })
+    const session = await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'RUNNING' })
+    const now = Date.now()
+    const asked = await startTurn(server.store, { sessionId: session.id, startedAt: new Date(now - 10 * MINUTE) })
+    await startTurn(server.store, { sessionId: session.id, startedAt: new Date(now - MINUTE), ...newest })
+    await server.projector.idle()
+    const before = await summaryOf(workspaceId, task.id)
+    expect(before.pendingAction).toBeNull()
+
+    await insertPendingRequest(task.id, session.id, asked.id)
+    const after = await summaryOf(workspaceId, task.id)
+    expect(after.pendingAction).toBe('PERMISSION')
+    expect(after.revision).toBe(before.revision + 1)
   })
 
   it('fields other than pendingAction that went stale are not re-derived on read (startup reconcileAll repairs them)', async () => {

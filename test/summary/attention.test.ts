@@ -133,14 +133,14 @@ describe('interruption: the primary session’s mark of a turn the server cut of
           isPrimary: true,
           state: 'RUNNING',
           interruption: cut('SERVER_RESTART', 5),
-          recentTurns: [turn('queued', 4, { promptDispatchAttempted: true }), turn('boot', 6, { lifecycleOnly: true, completedAt: at(6) })],
+          recentTurns: [turn('queued', 4, { promptDispatchAttempted: true }), turn('boot', 6, { lifecycleOnly: true })],
         }),
       ],
       interruption: { sessionId: 'p', reason: 'SERVER_RESTART', at: iso(5) },
     },
     {
       name: 'an unmarked primary session (the user prompted or resumed since) → null, whatever its turns',
-      sessions: [session({ id: 'p', isPrimary: true, state: 'CANCELLED', recentTurns: [turn('t1', 1, { completedAt: at(2) })] })],
+      sessions: [session({ id: 'p', isPrimary: true, state: 'CANCELLED', recentTurns: [turn('t1', 1)] })],
       interruption: null,
     },
     {
@@ -161,7 +161,7 @@ describe('interruption: the primary session’s mark of a turn the server cut of
     },
     {
       name: 'the primary session deleted: an unmarked successor → null',
-      sessions: [session({ id: 'next', createdAt: at(2), recentTurns: [turn('tn', 2, { completedAt: at(3) })] })],
+      sessions: [session({ id: 'next', createdAt: at(2), recentTurns: [turn('tn', 2)] })],
       interruption: null,
     },
   ])('$name', ({ sessions, interruption }) => {

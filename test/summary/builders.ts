@@ -27,7 +27,6 @@ export function turn(id: string, minutes: number, overrides: Partial<TurnObserva
     promptDispatchPending: false,
     promptDispatchAttempted: false,
     hasMessages: true,
-    completedAt: null,
     ...overrides,
   }
 }
@@ -37,14 +36,14 @@ export const reservation = (id: string, minutes: number, overrides: Partial<Turn
   turn(id, minutes, { promptDispatchPending: true, promptDispatchAttempted: false, hasMessages: false, ...overrides })
 
 export function permission(turnId: string | null, overrides: Partial<PendingRequestObservation> = {}): PendingRequestObservation {
-  return { kind: 'PERMISSION_REQUEST', pendingId: `perm-${turnId ?? 'none'}`, status: 'PENDING', turnId, createdAt: T0, ...overrides }
+  return { kind: 'PERMISSION_REQUEST', status: 'PENDING', turnId, createdAt: T0, ...overrides }
 }
 
 export function clarification(
   turnId: string | null,
   overrides: Partial<PendingRequestObservation> = {},
 ): PendingRequestObservation {
-  return { kind: 'CLARIFICATION', pendingId: `clar-${turnId ?? 'none'}`, status: 'PENDING', turnId, createdAt: T0, ...overrides }
+  return { kind: 'CLARIFICATION', status: 'PENDING', turnId, createdAt: T0, ...overrides }
 }
 
 export function sessionError(

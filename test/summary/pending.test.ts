@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import type { SessionObservation } from '../../src/summary/inputs.ts'
+import type { SessionObservation, TurnObservation } from '../../src/summary/inputs.ts'
 import {
   currentAuthoritativeTurn,
+  decidesAlone,
   isAuthoritativeTurn,
   sessionPendingAction,
+  taskPending,
   taskPendingAction,
 } from '../../src/summary/pending.ts'
 import type { SessionState, SummaryPayload } from '../../src/summary/types.ts'
@@ -198,8 +200,8 @@ describe('sessionPendingAction', () => {
       name: 'an unrelated resolved permission row does not clear a pending one',
       s: live({
         pendingRequests: [
-          permission('t1', { pendingId: 'p-old', status: 'ANSWERED' }),
-          permission('t1', { pendingId: 'p-new' }),
+          permission('t1', { status: 'ANSWERED' }),
+          permission('t1'),
         ],
       }),
       expected: 'PERMISSION',
@@ -285,5 +287,44 @@ describe('taskPendingAction', () => {
     const summary = deriveSummary(inputs({ sessions }))
     expect(summary.pendingAction).toBe(expected)
     validateSummary(summary)
+  })
+})
+
+describe('decidesAlone: the read path may observe a session’s newest turn alone', () => {
+  // Every window of one to three turns made of these kinds, newest first, with a request in each
+  // of its turns: wherever the newest turn decides alone, the rules give what the whole window gives.
+  const kinds: Record<string, (id: string, minutes: number) => TurnObservation> = {
+    conversational: (id, m) => turn(id, m),
+    'without messages': (id, m) => turn(id, m, { hasMessages: false }),
+    lifecycle: (id, m) => turn(id, m, { lifecycleOnly: true }),
+    'empty reservation': (id, m) => reservation(id, m),
+    'attempted reservation': (id, m) => reservation(id, m, { promptDispatchAttempted: true }),
+  }
+  const names = Object.keys(kinds)
+  const windows: string[][] = []
+  for (const a of names) {
+    windows.push([a])
+    for (const b of names) {
+      windows.push([a, b])
+      for (const c of names) windows.push([a, b, c])
+    }
+  }
+  const states: SessionState[] = ['RUNNING', 'WAITING_FOR_INPUT', 'IDLE']
+
+  it('is true exactly for a conversational, authoritative turn', () => {
+    expect(names.filter((k) => decidesAlone(kinds[k]!('t', 0)))).toEqual(['conversational', 'without messages', 'attempted reservation'])
+  })
+
+  it.each(states)('in %s, every window whose newest turn decides alone gives the same pending fields with that turn alone', (state) => {
+    let compared = 0
+    for (const window of windows) {
+      const turns = window.map((kind, i) => kinds[kind]!(`t${i}`, 10 - i))
+      if (!decidesAlone(turns[0]!)) continue
+      const pendingRequests = turns.flatMap((t, i) => [permission(t.id, { createdAt: new Date(Date.UTC(2026, 0, 1, 0, i)) }), clarification(t.id)])
+      const whole = taskPending([session({ state, recentTurns: turns, pendingRequests })])
+      expect(taskPending([session({ state, recentTurns: [turns[0]!], pendingRequests })]), window.join(' > ')).toEqual(whole)
+      compared++
+    }
+    expect(compared).toBe(3 * (1 + 5 + 25))
   })
 })

@@ -226,6 +226,9 @@ builder.mutationFields((t) => ({
       // After the membership check: only members may learn whether a path is acceptable.
       validated.repositories = await confinedRepositories(ctx, validated.repositories)
       const task = await createTask(ctx.store, validated).catch(stepError)
+      // Its summary row exists before the answer: the next tasks(orderBy: NEEDS_ATTENTION), on any
+      // instance, lists it (the projection never rejects; a failed one is retried in the background).
+      await ctx.projector.project(task.id)
       return task
     },
   }),
