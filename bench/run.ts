@@ -24,6 +24,7 @@ export const SCENARIOS = [
   { id: 'P8', file: 'p8-resume.ts', title: 'reconnect of a 10,000-task switcher' },
   { id: 'P9', file: 'p9-revocation.ts', title: 'revocation on open sockets across two instances' },
   { id: 'P10', file: 'p10-embedded-load.ts', title: 'the embedded server (SQLite) under its own streams' },
+  { id: 'P11', file: 'p11-task-orders.ts', title: 'tasks(orderBy: NEEDS_ATTENTION) vs LAST_ACTIVITY at 10,000 tasks' },
 ] as const
 
 /** A scenario past this is stopped and reported as such (every one is bounded well below it). */

@@ -163,7 +163,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const feedMetrics = createFeedMetrics(metrics.registry)
   const feed = { store, pubsub, logger, metrics: feedMetrics, epoch: await ensureFeedEpoch(store) }
   const stopTombstoneRetention = startTombstoneRetention({ store, retentionMs: config.feedRetentionMs, logger, metrics: feedMetrics })
-  const projector = new Projector({ store, pubsub, logger, metrics })
+  const clock = options.clock
+  // Tests that drive time drive the projector's check interval with it.
+  const projector = new Projector({ store, pubsub, logger, metrics, ...(clock && { now: () => clock().getTime() }) })
   projector.start()
 
   const profiles = agentProfiles(config.agentProfiles)

@@ -3,7 +3,8 @@
 // restart on the same database each queued prompt is dispatched exactly once, in order, on a
 // relaunched agent (the mock's `count`, sent last, proves the agent received exactly those),
 // the turn in flight ends interrupted and is not re-sent, queuedPromptCount goes 3 → 0, and a
-// retry of a queued prompt's clientMessageId replays it. With several instances the same holds
+// retry of a queued prompt's clientMessageId replays it; the summary's interruption stays, since
+// the user has not prompted since the cut. With several instances the same holds
 // for a takeover: the survivor dispatches the prompt its dead owner left queued, once.
 import type { ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
@@ -15,10 +16,11 @@ import { instanceCluster } from '../support/instance-cluster.ts'
 import { addMessage, agentSaid, newTask, script, session, settled, startSession, type SessionShape } from '../support/instance-sessions.ts'
 import { eventually } from '../support/wait.ts'
 
-const SUMMARY = 'query ($t: [ID!]!) { taskStatusSummaries(taskIds: $t) { queuedPromptCount primarySession { state } } }'
+const SUMMARY = 'query ($t: [ID!]!) { taskStatusSummaries(taskIds: $t) { queuedPromptCount primarySession { state } interruption { reason } } }'
 interface Summary {
   queuedPromptCount: number
   primarySession: { state: string } | null
+  interruption: { reason: string } | null
 }
 const summaryOf = async (on: Instance, taskId: string) =>
   (await gqlOk<{ taskStatusSummaries: Summary[] }>(on, SUMMARY, { t: [taskId] })).taskStatusSummaries[0]!
@@ -69,7 +71,8 @@ describe('R12: kill -9 with three prompts queued behind a turn in flight, restar
     const after = await session(second, sessionId)
     expect(userTurns(after)).toHaveLength(4)
     expect(agentSaid(after)).toEqual(agentSaid(done))
-    expect(await summaryOf(second, taskId)).toEqual({ queuedPromptCount: 0, primarySession: { state: 'WAITING_FOR_INPUT' } })
+    // The queued prompts ran after the cut, but the user has not answered it: the mark stays.
+    expect(await summaryOf(second, taskId)).toEqual({ queuedPromptCount: 0, primarySession: { state: 'WAITING_FOR_INPUT' }, interruption: { reason: 'SERVER_RESTART' } })
   })
 })
 
@@ -103,5 +106,6 @@ describe('R12: the owner killed with kill -9 while a prompt waits behind its tur
     const after = await session(survivor, sessionId)
     expect(userTurns(after)).toHaveLength(2)
     expect(agentSaid(after)).toEqual(['working', 'prompts received: 1'])
+    expect((await summaryOf(survivor, taskId)).interruption).toEqual({ reason: 'OWNER_LOST' })
   })
 })
