@@ -19,7 +19,6 @@ const DEEP = 5_000
 const GOAL = 1.2
 const ORDERS = ['LAST_ACTIVITY', 'NEEDS_ATTENTION'] as const
 type Order = (typeof ORDERS)[number]
-type Depth = 'first' | 'deep'
 
 type Edge = { node: { title: string; statusSummary: { pendingAction: string | null; activeError: unknown; waitingSince: string | null } | null } }
 type Page = { edges: Edge[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } }
