@@ -4,6 +4,7 @@ import type { ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
 import { getSchema } from '../schema/schema.ts'
 import type { Metrics } from './metrics.ts'
+import { isAsyncIterable, onIteratorEnd } from '../util/async-iterators.ts'
 
 export type Transport = 'http' | 'ws'
 
@@ -97,38 +98,6 @@ export function subscriptionMetrics(metrics: Metrics): SubscriptionMetrics {
   return tracker
 }
 
-/** Ends the subscription however its stream stops: done, returned, thrown into, or failing in next(). */
-function endingWith<T>(source: AsyncIterable<T>, end: () => void): AsyncIterableIterator<T> {
-  const iterator = source[Symbol.asyncIterator]()
-  return {
-    [Symbol.asyncIterator]() {
-      return this
-    },
-    async next() {
-      try {
-        const result = await iterator.next()
-        if (result.done) end()
-        return result
-      } catch (error) {
-        end()
-        throw error
-      }
-    },
-    async return(value?: unknown) {
-      end()
-      return (await iterator.return?.(value)) ?? { done: true, value: undefined }
-    },
-    async throw(error?: unknown) {
-      end()
-      if (iterator.throw) return iterator.throw(error)
-      throw error
-    },
-  }
-}
-
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
-
 /**
  * Latency of queries and mutations on both transports (the gateway executes through the same
  * envelop pipeline), and subscriptions served over HTTP event streams. WebSocket subscriptions are
@@ -154,7 +123,7 @@ export function graphqlMetricsPlugin(metrics: Metrics): Plugin<Context> {
         onSubscribeResult({ result, setResult }) {
           if (!isAsyncIterable(result)) return
           const end = subscriptions.begin('http', subscriptionField(args.schema, args.document, args.operationName))
-          setResult(endingWith(result, end))
+          setResult(onIteratorEnd(result, end))
         },
       }
     },

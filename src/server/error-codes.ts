@@ -3,6 +3,7 @@ import { maskError as yogaMaskError, type Plugin } from 'graphql-yoga'
 import { echoed, MAX_ECHOED_CHARACTERS, type ErrorCode } from '../errors.ts'
 import type { Context } from '../schema/context.ts'
 import { isDatabaseSaturated, isDatabaseUnreachable } from '../store/db.ts'
+import { isAsyncIterable } from '../util/async-iterators.ts'
 
 /** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
 export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -174,9 +175,6 @@ export function socketResult(result: ExecutionResult | { errors?: readonly Graph
 export function socketErrors(errors: readonly GraphQLError[], count: ErrorCounter): GraphQLFormattedError[] {
   return toClientErrors(errors, 'ws', count).map((e) => e.toJSON())
 }
-
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
 
 /** What Yoga's result processors can answer with. */
 const RESPONSE_MEDIA_TYPES = ['application/graphql-response+json', 'application/json', 'text/event-stream', 'multipart/mixed']
