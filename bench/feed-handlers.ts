@@ -1,7 +1,7 @@
 // Requests P5 and P6 make of the bench server (bench/server-process.ts runs them in its process):
 // one workspace with one task whose agent session is live, and real summary revisions of it.
 import { writeFileSync } from 'node:fs'
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { createSession, updateSession } from '../src/store/runtime.ts'
 import type { Handlers } from './server-process.ts'

@@ -1,7 +1,7 @@
 // P10's requests of the server process (bench/server-process.ts runs them there): seed the tasks
 // and sessions, and the server's own event-loop delay (perf_hooks), reset at each read.
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { adminWorkspace } from './seed.ts'
 

@@ -5,7 +5,7 @@
 // reconciliation does), so the lists read stored summaries only. On PostgreSQL the tables are
 // then analyzed, as autovacuum would.
 import { randomUUID } from 'node:crypto'
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { adminWorkspace } from './seed.ts'
 
 export const TASKS = 10_000

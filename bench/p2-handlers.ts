@@ -1,6 +1,6 @@
 // P2's requests of the server process (bench/server-process.ts): seeding through the store and the
 // send windows the scheduler settled on.
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { adminWorkspace } from './seed.ts'
 

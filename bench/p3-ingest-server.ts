@@ -1,6 +1,6 @@
 // P3's requests of the server process (bench/server-process.ts runs them there): seed a task with a
 // mock-agent session, wait for a turn to end, and read back what the store kept of it.
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { adminWorkspace } from './seed.ts'
 

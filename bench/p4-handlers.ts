@@ -4,7 +4,7 @@
 // into the tables (no source events, no summaries): the first read derives every summary, as it
 // would after an upgrade, and later reads must be flat whatever lies underneath.
 import { randomUUID } from 'node:crypto'
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { adminWorkspace } from './seed.ts'
 
 export const TASKS = 500

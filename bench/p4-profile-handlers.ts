@@ -3,7 +3,7 @@
 // the CPU profiler or the sampling heap profiler.
 import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createYogaServer } from '../src/server/yoga.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
 import { handlers as p4 } from './p4-handlers.ts'

@@ -1,7 +1,7 @@
 // P8's requests of the server process: seeding a large workspace and agent activity straight
 // through the store (what the bench measures is the resume, not the seeding), and the feed's
 // expected state read from the database.
-import type { RunningServer } from '../src/server/app.ts'
+import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { addMessage, createSession, startTurn } from '../src/store/runtime.ts'
 import { adminWorkspace } from './seed.ts'

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { RunningServer, StartOptions } from '../src/server/app.ts'
+import type { RunningServer, StartOptions } from '../src/app/start-server.ts'
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
 
@@ -90,7 +90,7 @@ export async function startBenchServer(options: { env?: Record<string, string>; 
 
 async function runChild() {
   const { loadConfig } = await import('../src/config/config.ts')
-  const { startServer } = await import('../src/server/app.ts')
+  const { startServer } = await import('../src/app/start-server.ts')
   const { pino } = await import('pino')
   const start = await new Promise<StartMessage>((resolve) => process.once('message', resolve))
   const handlers: Handlers = start.handlers ? ((await import(start.handlers)) as { handlers: Handlers }).handlers : {}

@@ -30,7 +30,7 @@ import { fileURLToPath } from 'node:url'
 import type { Client } from 'graphql-ws'
 import { pino } from 'pino'
 import { loadConfig } from '../src/config/config.ts'
-import { startServer } from '../src/server/app.ts'
+import { startServer } from '../src/app/start-server.ts'
 import type { StreamPrompt } from './stream-agent.ts'
 import { forkServer, countingClient } from './support.ts'
 

@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from './config/config.ts'
-import { startServer } from './server/app.ts'
+import { startServer } from './app/start-server.ts'
 import { StartupError } from './server/preflight.ts'
 
 async function main() {

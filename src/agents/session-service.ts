@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import { ownedBy, type Store } from '../store/store.ts'
 import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
+import { OncePerKey } from '../util/once-per-key.ts'
 import {
   acceptUserPrompt,
   clearInterruption,
@@ -63,7 +64,7 @@ export const OPENS_AGENT: ReadonlySet<string> = new Set(['WAITING_FOR_INPUT', 'I
  */
 export class SessionService {
   readonly #runtimes = new Map<string, SessionRuntime>()
-  readonly #launching = new Map<string, Promise<SessionRuntime>>()
+  readonly #launching = new OncePerKey<SessionRuntime>()
 
   constructor(
     private readonly deps: {
@@ -168,11 +169,7 @@ export class SessionService {
   async #ensureRuntime(sessionId: string): Promise<SessionRuntime> {
     const live = this.#runtimes.get(sessionId)
     if (live) return live
-    const pending = this.#launching.get(sessionId)
-    if (pending) return pending
-    const launch = this.#relaunch(sessionId).finally(() => this.#launching.delete(sessionId))
-    this.#launching.set(sessionId, launch)
-    return launch
+    return this.#launching.run(sessionId, () => this.#relaunch(sessionId))
   }
 
   async #relaunch(sessionId: string): Promise<SessionRuntime> {
@@ -370,13 +367,13 @@ export class SessionService {
 
   /** Another instance owns these sessions now: their agents end here, writing nothing more. */
   async abandon(sessionIds: readonly string[]): Promise<void> {
-    await Promise.allSettled([...this.#launching.entries()].filter(([id]) => sessionIds.includes(id)).map(([, launch]) => launch))
+    await Promise.allSettled(this.#launching.inFlight((id) => sessionIds.includes(id)))
     await Promise.allSettled(sessionIds.map((id) => this.#runtimes.get(id)?.abandon()))
   }
 
   /** Shutdown: pending content is written, then every agent process ends. */
   async shutdown(): Promise<void> {
-    await Promise.allSettled([...this.#launching.values()])
+    await Promise.allSettled(this.#launching.inFlight())
     await Promise.allSettled([...this.#runtimes.values()].map((r) => r.stop(null)))
   }
 

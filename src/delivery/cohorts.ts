@@ -1,15 +1,14 @@
 import { GraphQLError, Kind, print, visit, type DocumentNode, type ExecutionArgs, type ExecutionResult, type FieldNode } from 'graphql'
 import type { FeedTap } from '../feed/feed-tap.ts'
 import type { Logger } from '../observability/logger.ts'
-import { subscriptionQueue } from '../pubsub/subscription-queue.ts'
+import { asyncIterableIterator, isAsyncIterable, pushQueue } from '../util/async-iterators.ts'
 
 type Results = AsyncIterableIterator<ExecutionResult> | ExecutionResult
 
 /** Root fields whose events are the same for every authorized subscriber (no viewer-specific data). */
 export const MULTIPLEXABLE_FIELDS = new Set(['workspaceEvents', 'taskStatusSummaryUpdated'])
 
-const isIterator = (r: Results): r is AsyncIterableIterator<ExecutionResult> =>
-  typeof (r as AsyncIterableIterator<ExecutionResult>)[Symbol.asyncIterator] === 'function'
+const isIterator = (r: Results): r is AsyncIterableIterator<ExecutionResult> => isAsyncIterable(r)
 
 /** Queued behind a member's undelivered results, so it gets them before it ends. */
 const SOURCE_ENDED = Symbol('cohort source ended')
@@ -140,7 +139,7 @@ export class Cohorts {
       await Promise.all([ending?.return?.(), member.return?.()])
       return { value: undefined, done: true }
     }
-    const resumed: AsyncIterableIterator<ExecutionResult> = {
+    return asyncIterableIterator<ExecutionResult>({
       async next() {
         if (replaying) {
           let result: IteratorResult<ExecutionResult>
@@ -160,11 +159,7 @@ export class Cohorts {
         await end()
         throw error
       },
-      [Symbol.asyncIterator]() {
-        return resumed
-      },
-    }
-    return resumed
+    })
   }
 
   /** Hands one shared item to a member: held back during its replay, dropped if its replay covered it. */
@@ -184,7 +179,7 @@ export class Cohorts {
   }
 
   #member(cohort: Cohort, sink: CohortSink | undefined, resuming = false): { entry: Member; iterator: AsyncIterableIterator<ExecutionResult> } {
-    const { push, iterator } = subscriptionQueue<Item>({
+    const { push, iterator } = pushQueue<Item>({
       limit: 1000,
       onReturn: () => {
         cohort.members.delete(entry)
@@ -196,7 +191,7 @@ export class Cohorts {
     })
     const entry: Member = { push, sink, seam: resuming ? { items: [], overflowed: false } : undefined }
     cohort.members.add(entry)
-    const member: AsyncIterableIterator<ExecutionResult> = {
+    const member = asyncIterableIterator<ExecutionResult>({
       async next() {
         const result = await iterator.next()
         if (result.done || (result.value !== SOURCE_ENDED && result.value !== SOURCE_FAILED)) return result as IteratorResult<ExecutionResult>
@@ -212,10 +207,7 @@ export class Cohorts {
         await iterator.return?.()
         throw error
       },
-      [Symbol.asyncIterator]() {
-        return member
-      },
-    }
+    })
     return { entry, iterator: member }
   }
 

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { rm } from 'node:fs/promises'
 import os from 'node:os'
 import { fileURLToPath } from 'node:url'
-import type { RunningServer } from '../server/app.ts'
+import type { RunningServer } from '../app/start-server.ts'
 import type { DemoActivity } from './activity.ts'
 import type { BundledMock } from './fast-mock.ts'
 import { errorText } from './graphql.ts'
@@ -57,7 +57,7 @@ function browserUrl(server: RunningServer, host: string): string {
 async function runDemo(): Promise<void> {
   // Loaded here, so the launcher stays a small process.
   const { ConfigError, loadConfig } = await import('../config/config.ts')
-  const { startServer } = await import('../server/app.ts')
+  const { startServer } = await import('../app/start-server.ts')
   const { StartupError } = await import('../server/preflight.ts')
   const { startDemoActivity } = await import('./activity.ts')
   const { bundleMockAgent } = await import('./fast-mock.ts')

@@ -6,6 +6,7 @@ import type { Store } from '../store/store.ts'
 import { toStoredSummary } from '../store/summaries.ts'
 import type { FeedPosition } from './cursor.ts'
 import type { FeedMetrics } from './feed-metrics.ts'
+import { asyncIterableIterator } from '../util/async-iterators.ts'
 
 /** What a feed subscriber is sent: live payloads, and replayed ones that carry the row they read. */
 export type FeedItem =
@@ -168,7 +169,7 @@ export async function openWorkspaceFeed(
     throw error
   }
 
-  const iterator: AsyncIterableIterator<FeedItem> = {
+  return asyncIterableIterator<FeedItem>({
     async next() {
       try {
         for (;;) {
@@ -198,9 +199,5 @@ export async function openWorkspaceFeed(
       await close()
       throw error
     },
-    [Symbol.asyncIterator]() {
-      return iterator
-    },
-  }
-  return iterator
+  })
 }

@@ -5,6 +5,7 @@ import { recordGitObservation } from '../store/runtime.ts'
 import { getSession, gitOfSessions } from '../store/sessions.ts'
 import { repositoriesOfTasks } from '../store/tasks.ts'
 import { observeRepository, type RepositoryObservation } from './observe.ts'
+import { OncePerKey } from '../util/once-per-key.ts'
 
 export interface GitMonitorOptions {
   store: Store
@@ -36,7 +37,7 @@ const SAME = (a: RepositoryObservation, b: RepositoryObservation) =>
 export class GitMonitor {
   readonly #focus = new Map<string, string>() // connection → session
   readonly #lastRun = new Map<string, number>()
-  readonly #inFlight = new Map<string, Promise<unknown>>()
+  readonly #observing = new OncePerKey<void>()
   #timer: NodeJS.Timeout | undefined
   readonly #now: () => number
   readonly slowMs: number
@@ -57,7 +58,7 @@ export class GitMonitor {
   async stop(): Promise<void> {
     clearInterval(this.#timer)
     this.#timer = undefined
-    await Promise.allSettled([...this.#inFlight.values()])
+    await Promise.allSettled(this.#observing.inFlight())
   }
 
   focus(connectionId: string, sessionId: string): void {
@@ -98,11 +99,7 @@ export class GitMonitor {
 
   /** Observes every repository of the session now (refreshSessionGit); one run at a time per session. */
   observeSession(sessionId: string): Promise<unknown> {
-    const running = this.#inFlight.get(sessionId)
-    if (running) return running
-    const run = this.#observe(sessionId).finally(() => this.#inFlight.delete(sessionId))
-    this.#inFlight.set(sessionId, run)
-    return run
+    return this.#observing.run(sessionId, () => this.#observe(sessionId))
   }
 
   async #observe(sessionId: string): Promise<void> {

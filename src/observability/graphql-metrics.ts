@@ -1,8 +1,5 @@
-import type { Plugin } from 'graphql-yoga'
 import { getOperationAST, Kind, type DocumentNode, type GraphQLSchema, type SelectionSetNode } from 'graphql'
 import type { ErrorCode } from '../errors.ts'
-import type { Context } from '../schema/context.ts'
-import { getSchema } from '../schema/schema.ts'
 import type { Metrics } from './metrics.ts'
 
 export type Transport = 'http' | 'ws'
@@ -90,73 +87,16 @@ export class SubscriptionMetrics {
 
 const perRegistry = new WeakMap<Metrics, SubscriptionMetrics>()
 
-/** One per server instance: the Yoga plugin (HTTP) and the WebSocket gateway share it. */
-export function subscriptionMetrics(metrics: Metrics): SubscriptionMetrics {
-  let tracker = perRegistry.get(metrics)
-  if (!tracker) perRegistry.set(metrics, (tracker = new SubscriptionMetrics(metrics, getSchema())))
-  return tracker
-}
-
-/** Ends the subscription however its stream stops: done, returned, thrown into, or failing in next(). */
-function endingWith<T>(source: AsyncIterable<T>, end: () => void): AsyncIterableIterator<T> {
-  const iterator = source[Symbol.asyncIterator]()
-  return {
-    [Symbol.asyncIterator]() {
-      return this
-    },
-    async next() {
-      try {
-        const result = await iterator.next()
-        if (result.done) end()
-        return result
-      } catch (error) {
-        end()
-        throw error
-      }
-    },
-    async return(value?: unknown) {
-      end()
-      return (await iterator.return?.(value)) ?? { done: true, value: undefined }
-    },
-    async throw(error?: unknown) {
-      end()
-      if (iterator.throw) return iterator.throw(error)
-      throw error
-    },
-  }
-}
-
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof (value as AsyncIterable<unknown> | null)?.[Symbol.asyncIterator] === 'function'
-
 /**
- * Latency of queries and mutations on both transports (the gateway executes through the same
- * envelop pipeline), and subscriptions served over HTTP event streams. WebSocket subscriptions are
- * measured by the gateway: cohorts share one execution among subscribers, so only it sees each one.
- * Errors are counted where responses are formed (server/error-codes.ts and the gateway), not here.
+ * One per server instance: the Yoga plugin (HTTP) and the WebSocket gateway share it. The first
+ * call must pass the schema (Yoga's set-up does, before the gateway attaches), whose Subscription
+ * fields it starts at 0; the schema is passed in because this room sits below schema/.
  */
-export function graphqlMetricsPlugin(metrics: Metrics): Plugin<Context> {
-  const subscriptions = subscriptionMetrics(metrics)
-  return {
-    onExecute({ args }) {
-      const started = performance.now()
-      const operation = getOperationAST(args.document, args.operationName)?.operation ?? UNKNOWN
-      const transport: Transport = args.contextValue.connectionId ? 'ws' : 'http'
-      return {
-        onExecuteDone() {
-          metrics.requestDuration.observe({ transport, operation }, (performance.now() - started) / 1000)
-        },
-      }
-    },
-    onSubscribe({ args }) {
-      if (args.contextValue.connectionId) return
-      return {
-        onSubscribeResult({ result, setResult }) {
-          if (!isAsyncIterable(result)) return
-          const end = subscriptions.begin('http', subscriptionField(args.schema, args.document, args.operationName))
-          setResult(endingWith(result, end))
-        },
-      }
-    },
+export function subscriptionMetrics(metrics: Metrics, schema?: GraphQLSchema): SubscriptionMetrics {
+  let tracker = perRegistry.get(metrics)
+  if (!tracker) {
+    if (!schema) throw new Error('subscriptionMetrics: the first call (Yoga set-up) passes the schema')
+    perRegistry.set(metrics, (tracker = new SubscriptionMetrics(metrics, schema)))
   }
+  return tracker
 }

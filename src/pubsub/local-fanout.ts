@@ -1,5 +1,5 @@
 import { channelOf, RESYNC, type SubscribeOptions, type Topic, type Topics } from './pubsub.ts'
-import { subscriptionQueue } from './subscription-queue.ts'
+import { pushQueue } from '../util/async-iterators.ts'
 
 const DEFAULT_BUFFER_LIMIT = 1000
 
@@ -24,7 +24,7 @@ export class LocalFanout {
       this.hooks.onFirst?.(channel)
     }
     const listeners = entry.listeners
-    const { push, iterator } = subscriptionQueue<Topics[T]>({
+    const { push, iterator } = pushQueue<Topics[T]>({
       limit: options.bufferLimit ?? DEFAULT_BUFFER_LIMIT,
       onOverflow: options.onOverflow,
       onReturn: () => {

@@ -11,8 +11,8 @@ import type { Principal } from '../store/users.ts'
 import type { AccessControl } from '../access/access-control.ts'
 import { createLoaders, type Loaders } from './loaders.ts'
 
-/** What every resolver sees. Built per HTTP request and per WebSocket operation. */
-export interface Context {
+/** The server's services, shared by every operation. */
+export interface ContextServices {
   store: Store
   pubsub: PubSub
   projector: Projector
@@ -27,6 +27,10 @@ export interface Context {
   access: AccessControl
   /** Names of the agent profiles this server can start (never their commands or environments). */
   agentProfiles: readonly string[]
+}
+
+/** What every resolver sees: the services, and what is this operation's own. Built per HTTP request and per WebSocket operation. */
+export interface Context extends ContextServices {
   principal: Principal | null
   loaders: Loaders
   /** Set for operations that arrive over a WebSocket connection. */
@@ -41,19 +45,6 @@ export interface Context {
   deliveryTag?: DeliveryTag
   /** Given by the gateway to a workspace feed subscription in a cohort: positions and replay-only mode (feed-tap.ts). */
   feedTap?: FeedTap
-}
-
-export interface ContextServices {
-  store: Store
-  pubsub: PubSub
-  projector: Projector
-  sessions: SessionCommands
-  git: GitMonitor
-  logger: Logger
-  repositoryRoots: readonly string[]
-  feed: FeedServices
-  access: AccessControl
-  agentProfiles: readonly string[]
 }
 
 export function buildContext(services: ContextServices, principal: Principal | null, connection?: ConnectionScope): Context {

@@ -7,14 +7,17 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { ConnectionScope } from '../delivery/connection.ts'
 import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
-import { OPERATION_LIMITS, operationLimitPlugins } from './operation-limits.ts'
-import { rateLimitPlugin, type RateLimits } from './rate-limits.ts'
-import { databaseAwareMaskError, errorCodesPlugin } from './error-codes.ts'
 import type { DatabaseHealth } from './database-health.ts'
-import { useAccessEnforcement } from './use-access-enforcement.ts'
-import { jitQueries } from './jit-queries.ts'
-import { stringInputPlugin } from './string-input.ts'
-import { errorCounter, graphqlMetricsPlugin } from '../observability/graphql-metrics.ts'
+import { OPERATION_LIMITS } from '../contract/operation-limits.ts'
+import { databaseAwareMaskError } from '../contract/client-errors.ts'
+import { errorCounter } from '../observability/graphql-metrics.ts'
+import { operationLimitPlugins } from './plugins/use-operation-limits.ts'
+import { rateLimitPlugin, type RateLimits } from './plugins/use-rate-limits.ts'
+import { errorCodesPlugin } from './plugins/use-error-codes.ts'
+import { useAccessEnforcement } from './plugins/use-access-enforcement.ts'
+import { jitQueries } from './plugins/use-jit-queries.ts'
+import { stringInputPlugin } from './plugins/use-string-input.ts'
+import { graphqlMetricsPlugin } from './plugins/use-graphql-metrics.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
@@ -25,8 +28,9 @@ export interface WebSocketOperationContext {
 
 export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits; database?: DatabaseHealth }) {
   const { logger, metrics } = services
+  const schema = getSchema()
   return createYoga<Record<string, unknown>, Context>({
-    schema: getSchema(),
+    schema,
     graphqlEndpoint: '/graphql',
     graphiql: graphiqlOptions,
     renderGraphiQL: renderOfflineGraphiQL,
@@ -53,7 +57,7 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     },
     plugins: [
       // First, so operations a later plugin refuses are timed too.
-      graphqlMetricsPlugin(metrics),
+      graphqlMetricsPlugin(metrics, schema),
       errorCodesPlugin(errorCounter(metrics)),
       ...operationLimitPlugins(),
       // Before the rate limits: input refused as unstorable takes nothing from the caller's budget.

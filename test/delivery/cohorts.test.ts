@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { getOperationAST, parse, type ExecutionResult, type FieldNode } from 'graphql'
 import { Cohorts, feedCohortPlan } from '../../src/delivery/cohorts.ts'
-import { subscriptionQueue } from '../../src/pubsub/subscription-queue.ts'
+import { pushQueue } from '../../src/util/async-iterators.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { FeedTap } from '../../src/feed/feed-tap.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
@@ -60,7 +60,7 @@ describe('Cohorts when the shared source ends or fails', () => {
   }
   /** A source the test feeds, ends or breaks (its pending read rejects, as a lost pub/sub connection does). */
   function source() {
-    const { push, iterator } = subscriptionQueue<ExecutionResult>({ limit: 10, onReturn: () => undefined })
+    const { push, iterator } = pushQueue<ExecutionResult>({ limit: 10, onReturn: () => undefined })
     let breakPending: (error: Error) => void = () => undefined
     const broken = new Promise<never>((_, reject) => (breakPending = reject))
     broken.catch(() => undefined) // observed through the race in next()
@@ -124,7 +124,7 @@ describe('Cohorts when the shared source ends or fails', () => {
 
   /** A feed source that reports each result's position through its tap, as the workspace feed does. */
   function tapped(tap: FeedTap) {
-    const { push, iterator } = subscriptionQueue<[ExecutionResult, number]>({ limit: 100, onReturn: () => undefined })
+    const { push, iterator } = pushQueue<[ExecutionResult, number]>({ limit: 100, onReturn: () => undefined })
     const results: AsyncIterableIterator<ExecutionResult> = {
       async next() {
         const item = await iterator.next()

@@ -9,7 +9,7 @@ import { userWithWorkspace } from '../support/fixtures.ts'
 import { manualTimers } from '../support/manual-timers.ts'
 import { eventually } from '../support/wait.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
-import { OPERATION_LIMITS } from '../../src/server/operation-limits.ts'
+import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 
 type LogLine = { level: number; action?: string; client?: string; code?: number; reason?: string; [key: string]: unknown }
 

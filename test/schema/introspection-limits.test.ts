@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { wsClient, type GraphQLErrorShape } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
-import { OPERATION_LIMITS } from '../../src/server/operation-limits.ts'
+import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 import { printedSchema } from '../../src/schema/schema.ts'
-import { countDepth, FREE_OF_TYPE_LEVELS } from '../../src/server/query-depth.ts'
+import { countDepth, FREE_OF_TYPE_LEVELS } from '../../src/server/plugins/query-depth.ts'
 
 type Outcome = { status?: number; errors?: GraphQLErrorShape[]; data?: Record<string, unknown> | null }
 
@@ -132,7 +132,7 @@ describe('every limit applies to introspection too, over HTTP and graphql-ws', (
   })
 })
 
-describe('the depth count (src/server/query-depth.ts)', () => {
+describe('the depth count (src/server/plugins/query-depth.ts)', () => {
   const schema = buildSchema(printedSchema())
   /** Depth of each operation of the document, in order. */
   const armorDepths = (source: string) => {

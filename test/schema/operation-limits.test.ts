@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, type GraphQLErrorShape } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
-import { OPERATION_LIMITS } from '../../src/server/operation-limits.ts'
+import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 import {
   BootWithSummariesDocument,
   CachedBootDocument,

@@ -12,7 +12,7 @@ import { summaryDrift } from '../support/summary-rebuild.ts'
 import { eventually } from '../support/wait.ts'
 import { deployMigrations } from '../../src/store/migrate.ts'
 import { connectDatabase, isDatabaseSaturated, isDatabaseUnreachable, pingDatabase, POSTGRES_POOL_SIZE, type Db } from '../../src/store/db.ts'
-import { DATABASE_UNREACHABLE_MESSAGE, maskError, UNEXPECTED_ERROR_MESSAGE } from '../../src/server/error-codes.ts'
+import { DATABASE_UNREACHABLE_MESSAGE, maskError, UNEXPECTED_ERROR_MESSAGE } from '../../src/contract/client-errors.ts'
 import { CreateTaskDocument, CreateWorkspaceDocument, UpdateTaskDocument, ViewerDocument } from '../generated/graphql.ts'
 import { print } from 'graphql'
 

@@ -1,4 +1,4 @@
-import type { RunningServer } from '../../src/server/app.ts'
+import type { RunningServer } from '../../src/app/start-server.ts'
 import { ok } from './client.ts'
 import { eventually } from './wait.ts'
 import { CreateUserDocument, CreateWorkspaceDocument } from '../generated/graphql.ts'

@@ -3,7 +3,7 @@ import os from 'node:os'
 import { pino } from 'pino'
 import type { DatabaseProvider } from '../../src/config/config.ts'
 import { loadConfig } from '../../src/config/config.ts'
-import { startServer, type RunningServer, type StartOptions } from '../../src/server/app.ts'
+import { startServer, type RunningServer, type StartOptions } from '../../src/app/start-server.ts'
 import { migratedDatabase } from './databases.ts'
 
 export interface TestServer extends RunningServer {

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
 import { createLoaders } from '../loaders.ts'
-import { transformIterator } from '../../pubsub/transform.ts'
+import { mapAsyncIterator } from '../../util/async-iterators.ts'
 import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '../../feed/cursor.ts'
 import { openWorkspaceFeed, type FeedItem } from '../../feed/resumable-feed.ts'
 import type { StoredSummary } from '../../summary/types.ts'
@@ -135,7 +135,7 @@ async function workspaceFeed(ctx: Context, workspaceId: string, after: string | 
   const shared = tap?.shared === true
   const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: shared, position: shared ? tap : undefined })
   if (tap && replayOnly) tap.replayedUpTo = replayOnly.upTo
-  return transformIterator(items, (item) => resolveTapped(ctx, item))
+  return mapAsyncIterator(items, (item) => resolveTapped(ctx, item))
 }
 
 const AFTER_DESCRIPTION =
@@ -155,7 +155,7 @@ builder.subscriptionFields((t) => ({
     description: 'Only the status-summary replacements of the workspace feed.',
     args: { workspaceId: t.arg.id({ required: true }), after: t.arg.string({ description: AFTER_DESCRIPTION }) },
     subscribe: async (_root, { workspaceId, after }, ctx) =>
-      transformIterator(await workspaceFeed(ctx, workspaceId, after, true), (event) =>
+      mapAsyncIterator(await workspaceFeed(ctx, workspaceId, after, true), (event) =>
         event.type === 'TaskStatusSummaryUpdated' ? event : undefined,
       ),
     resolve: (event) => event,

@@ -1,13 +1,14 @@
-import { createServer, type RequestListener, type Server as HttpServer, type ServerResponse } from 'node:http'
+import { createServer, type RequestListener, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { connectDatabase, isDatabaseUnavailable, isDatabaseUnreachable } from '../store/db.ts'
+import { connectDatabase } from '../store/db.ts'
 import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
 import { memberWorkspaceIds } from '../store/workspaces.ts'
+import { ensureFeedEpoch } from '../store/feed.ts'
 import { AccessControl } from '../access/access-control.ts'
 import { hashToken } from '../auth/tokens.ts'
 import { createMemoryPubSub } from '../pubsub/memory.ts'
@@ -16,33 +17,23 @@ import type { PubSub } from '../pubsub/pubsub.ts'
 import { startTaskFeed } from '../feed/task-feed.ts'
 import { createFeedMetrics } from '../feed/feed-metrics.ts'
 import { startTombstoneRetention } from '../feed/tombstone-retention.ts'
-import { ensureFeedEpoch } from '../store/feed.ts'
 import { Projector } from '../projector/projector.ts'
 import { recoverAfterRestart } from '../recovery/startup-recovery.ts'
-import { createYogaServer } from './yoga.ts'
-import { createRateLimits } from './rate-limits.ts'
-import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
-import { handleOperationalRoute } from './http-routes.ts'
-import { corsPolicy } from './cors.ts'
-import { handleWebPage } from './web-page.ts'
-import { Readiness } from './readiness.ts'
-import { DatabaseHealth } from './database-health.ts'
-import { runPreflight, type PreflightOptions } from './preflight.ts'
-import { SessionService } from '../agents/session-service.ts'
-import { GitMonitor } from '../git/monitor.ts'
-import { agentProfiles } from '../agents/profiles.ts'
-import { createAgentMetrics } from '../agents/agent-metrics.ts'
+import type { SessionService } from '../agents/session-service.ts'
+import type { GitMonitor } from '../git/monitor.ts'
+import { newInstanceId, type InstanceLease } from '../instances/instance-lease.ts'
+import type { SessionCommands } from '../instances/session-commands.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import type { SchedulerLimits } from '../delivery/outbound-scheduler.ts'
-import { InstanceLease, newInstanceId } from '../instances/instance-lease.ts'
-import { AgentWatchdog } from '../agents/watchdog/agent-watchdog.ts'
-import { CommandBus } from '../instances/command-bus.ts'
-import { SessionCommands } from '../instances/session-commands.ts'
-import { createInstanceMetrics } from '../instances/instance-metrics.ts'
-import { takeOverExpired } from '../instances/takeover.ts'
-import { recoverSessions } from '../recovery/startup-recovery.ts'
-import { sessionsOwnedWithOpenWork } from '../store/instances.ts'
-import { ByteBudget } from '../github/body-budget.ts'
+import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
+import { createYogaServer } from '../server/yoga.ts'
+import { createRateLimits } from '../server/plugins/use-rate-limits.ts'
+import { corsPolicy } from '../server/cors.ts'
+import { Readiness } from '../server/readiness.ts'
+import { DatabaseHealth } from '../server/database-health.ts'
+import { runPreflight, type PreflightOptions } from '../server/preflight.ts'
+import { healthOnly, routeRequests } from './request-routing.ts'
+import { startSessionOwnership } from './session-ownership.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -90,17 +81,6 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
-/**
- * Until startup recovery has finished (and again while shutting down) GraphQL answers 503 with a
- * Retry-After: what it would serve is pre-recovery state a client must not take as current.
- */
-function refuseUntilReady(res: ServerResponse): void {
-  const body = {
-    errors: [{ message: 'The server is starting or stopping; retry shortly.', extensions: { code: 'UNAVAILABLE' } }],
-  }
-  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify(body))
-}
-
 function printAdminTokenOnce(token: string): void {
   process.stderr.write(
     `\n  Admin token (shown once; only its hash is stored):\n\n    ${token}\n\n` +
@@ -116,10 +96,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   // Bound before anything else, so a port clash ends the start before a file is created or a token printed;
   // until the server is assembled every request but /healthz is refused as not ready.
-  let serve: RequestListener = (req, res) =>
-    (req.url ?? '').split('?', 1)[0] === '/healthz'
-      ? void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
-      : refuseUntilReady(res)
+  let serve: RequestListener = healthOnly
   // CORS before any route, in every phase (starting, serving, stopping): one policy for every path.
   const cors = corsPolicy(config.corsOrigins)
   const httpServer = createServer((req, res) => cors.handle(req, res) || serve(req, res))
@@ -168,93 +145,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const projector = new Projector({ store, pubsub, logger, metrics, ...(clock && { now: () => clock().getTime() }) })
   projector.start()
 
-  const profiles = agentProfiles(config.agentProfiles)
-  // Ends the agents should this process stall past its lease or die (started with the first agent).
-  const watchdog = new AgentWatchdog({ logger })
-  const sessions = new SessionService({
+  const { profiles, watchdog, sessions, git, lease, bus, commands, recovery } = await startSessionOwnership(config, {
     store,
     pubsub,
     logger,
-    metrics: createAgentMetrics(metrics.registry),
-    profiles,
+    metrics,
+    instanceId,
     scheduler: options.scheduler,
-    instanceId,
-    watchdog,
-    leaseHeld: () => lease.valid,
   })
-
-  const git = new GitMonitor({ store, pubsub, logger, liveSessions: () => sessions.liveSessionIds() })
-  git.start()
-
-  // Ownership: a lease renewed while this process lives; commands for sessions owned elsewhere go there.
-  const instanceMetrics = createInstanceMetrics(metrics.registry, () => sessions.liveSessionIds().length)
-  // Prompts a dead process left queued go out from here (their owner now), after each recovery, in the background.
-  const recovery = { store, logger, pubsub, resumableProfiles: new Set(profiles.keys()), dispatchQueued: (ids: string[]) => sessions.dispatchStoredPrompts(ids) }
-  const lease: InstanceLease = new InstanceLease(instanceId, {
-    store,
-    logger,
-    leaseMs: config.sessionLeaseMs,
-    deadlines: watchdog,
-    // The SQLite lock proves this server alone: its own lease must never end its own sessions.
-    exclusive: config.databaseProvider === 'sqlite',
-    hooks: {
-      runningSessions: () => sessions.liveSessionIds(),
-      abandon: (ids) => sessions.abandon(ids),
-      leaseLost: () => sessions.abandon(sessions.liveSessionIds()),
-      // This instance's own lease lapsed and its agents ended: the owner lost the sessions it ran.
-      recoverOwned: async () => void (await recoverSessions(recovery, await sessionsOwnedWithOpenWork(store, instanceId), 'OWNER_LOST')),
-      afterRenewal: async () => void (await takeOverExpired({ ...recovery, instanceId, metrics: instanceMetrics, git, reason: 'lease' })),
-    },
-  })
-  await lease.register()
-  lease.start()
-  const bus = new CommandBus({ pubsub, instanceId, logger })
-  const commands = new SessionCommands({
-    store,
-    service: sessions,
-    git,
-    bus,
-    instanceId,
-    logger,
-    metrics: instanceMetrics,
-    forwardTimeoutMs: config.forwardTimeoutMs,
-    ownerCheckMs: Math.max(50, Math.min(1000, Math.floor(config.sessionLeaseMs / 10))),
-    leaseValid: () => lease.valid,
-    recover: (claimed) => recoverSessions(recovery, claimed, 'OWNER_LOST'),
-  })
-  commands.start()
 
   const rateLimits = createRateLimits({ ...config.rateLimits, redisUrl: config.redisUrl }, logger)
   // Names only: a profile's command and environment never leave the configuration.
   const agentProfileNames = [...profiles.keys()].sort()
   const yoga = createYogaServer({ store, pubsub, access, logger, metrics, projector, sessions: commands, git, repositoryRoots: config.repositoryRoots, feed, agentProfiles: agentProfileNames, rateLimits, database })
-  // One budget for every webhook request this process serves (README "Git and GitHub").
-  const webhookBudget = new ByteBudget(config.githubWebhookLimits.unverifiedBytes)
-  serve = (req, res) => {
-    handleOperationalRoute(req, res, {
-      readiness,
-      database,
-      registry: metrics.registry,
-      webhook: { secret: config.githubWebhookSecret, store, logger, maxBodyBytes: config.githubWebhookLimits.maxBodyBytes, budget: webhookBudget },
-    })
-      .then(async (handled) => {
-        // The page loads before readiness; its client retries the GraphQL calls answered UNAVAILABLE.
-        if (handled || (await handleWebPage(req, res, options.webRoot))) return
-        if (!readiness.ready) {
-          metrics.graphqlErrors.inc({ code: 'UNAVAILABLE' })
-          return refuseUntilReady(res)
-        }
-        return yoga.handle(req, res)
-      })
-      .catch((error: unknown) => {
-        logger.error({ err: error, path: req.url }, 'request failed')
-        if (res.headersSent) return
-        // A webhook the database was too busy for, or could not be reached for: the sender may redeliver it (nothing was recorded as processed).
-        if (isDatabaseUnreachable(error)) database.markUnreachable()
-        if (isDatabaseUnavailable(error)) res.writeHead(503, { 'retry-after': '1' }).end()
-        else res.writeHead(500).end()
-      })
-  }
+  serve = routeRequests({ config, store, logger, metrics, readiness, database, yoga, webRoot: options.webRoot })
   // Longer than the usual proxy/client idle timeouts, so an idle keep-alive socket is not closed under a client's request.
   httpServer.keepAliveTimeout = 65_000
   httpServer.headersTimeout = 66_000

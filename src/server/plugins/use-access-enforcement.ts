@@ -1,11 +1,8 @@
 import type { Plugin } from 'graphql-yoga'
-import { clientError, forbidden } from '../errors.ts'
-import type { AccessEnd } from '../access/access-control.ts'
-import type { Context } from '../schema/context.ts'
-import { endable } from '../util/endable-iterator.ts'
-
-const isAsyncIterable = (value: unknown): value is AsyncIterable<unknown> =>
-  typeof (value as AsyncIterable<unknown> | undefined)?.[Symbol.asyncIterator] === 'function'
+import { clientError, forbidden } from '../../errors.ts'
+import type { AccessEnd } from '../../access/access-control.ts'
+import type { Context } from '../../schema/context.ts'
+import { endable, isAsyncIterable } from '../../util/async-iterators.ts'
 
 /**
  * Subscriptions over HTTP (server-sent events) end when the access that allowed them ends, as

@@ -2,8 +2,8 @@ import { Redis } from 'ioredis'
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible'
 import { GraphQLError, Kind, getOperationAST, type DocumentNode, type SelectionSetNode } from 'graphql'
 import type { Plugin } from 'graphql-yoga'
-import type { Logger } from '../observability/logger.ts'
-import type { Context } from '../schema/context.ts'
+import type { Logger } from '../../observability/logger.ts'
+import type { Context } from '../../schema/context.ts'
 
 export interface RateLimitSettings {
   /** Root mutation fields a caller may run per window; 0 turns the limit off. */
