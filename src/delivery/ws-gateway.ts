@@ -12,7 +12,7 @@ import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
 import { ConnectionMemberships } from './connection.ts'
 import { ConnectionAccess, REVOKED_DRAIN_MS } from './connection-access.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from './outbound-scheduler.ts'
-import { streamFrame } from './message-append.ts'
+import { DeliveryTags } from './delivery-tags.ts'
 import { createDeliveryMetrics } from './metrics.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE, serverCloseRecorder } from './server-closes.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
@@ -25,16 +25,16 @@ import { errorCounter, subscriptionField, subscriptionMetrics } from '../observa
 
 const GRAPHQL_TRANSPORT_WS = 'graphql-transport-ws'
 const TEXT_FRAME = Object.freeze({ binary: false })
-/** What the routing table keeps for a cohort member in place of its context: its frames carry no delivery tag. */
-const COHORT_MEMBER = {} as Context
+/** What the routing table keeps for every cohort member once started: its frames carry no delivery tag. */
+const COHORT_MEMBER = new DeliveryTags()
 /** A client that has not answered a ping by the next one is dropped: after 12 to 24 s of silence. */
 const KEEPALIVE_MS = 12_000
 
 interface Connection {
   memberships: ConnectionMemberships
   scheduler: OutboundScheduler
-  /** Operation id → its context, for subscriptions (results are classified by their tag). */
-  subscriptions: Map<string, Context>
+  /** Operation id → how its results are delivered, for subscriptions (results are classified by their tag). */
+  subscriptions: Map<string, DeliveryTags>
   /** Logs and counts the close the server decides, once (server-closes.ts). */
   closedByServer: (code: number, detail?: Record<string, unknown>) => void
   /** Why onConnect refused, for the 4403 close line. */
@@ -208,7 +208,9 @@ export function attachDeliveryGateway(options: {
         const cap = options.maxSubscriptionsPerConnection ?? 100
         if (connection.subscriptions.size >= cap)
           return [new GraphQLError(`At most ${cap} subscriptions per connection; complete one first.`, { extensions: { code: 'BAD_USER_INPUT', limit: 'maxSubscriptionsPerConnection' } })]
-        connection.subscriptions.set(id, contextValue)
+        const tags = new DeliveryTags()
+        contextValue.deliveryTags = tags
+        connection.subscriptions.set(id, tags)
         connection.access.subscribing(id, scopes, since)
         const fields = operation.selectionSet.selections
         const field = fields.length === 1 && fields[0]!.kind === Kind.FIELD ? fields[0]! : undefined
@@ -298,17 +300,16 @@ export function attachDeliveryGateway(options: {
   /** Sorts each outgoing graphql-ws frame into its delivery class. */
   function route(connection: Connection, data: string): void {
     const { type, id } = frameHeader(data)
-    const context = id === undefined ? undefined : connection.subscriptions.get(id)
-    if (!context) return connection.scheduler.enqueueControl(data)
+    const tags = id === undefined ? undefined : connection.subscriptions.get(id)
+    if (!tags) return connection.scheduler.enqueueControl(data)
     if (type !== 'next') {
       connection.subscriptions.delete(id!)
-      return connection.scheduler.enqueueSemantic(data, context.deliveryTag?.sessionId)
+      return connection.scheduler.enqueueSemantic(data, tags.pending?.sessionId)
     }
-    const tag = context.deliveryTag
-    context.deliveryTag = undefined
+    const tag = tags.take()
     if (tag?.frameClass === 'replaceable') {
       // Keyed per subscription too: two subscriptions of one session on a connection each follow their own appends.
-      const frame = tag.stream ? streamFrame(data, tag.stream) : data
+      const frame = tag.entryOf ? tag.entryOf(data) : data
       return connection.scheduler.enqueueReplaceable(frame, tag.sessionId, `${tag.key} ${id}`)
     }
     connection.scheduler.enqueueSemantic(data, tag?.sessionId)
