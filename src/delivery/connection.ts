@@ -1,5 +1,3 @@
-import type { StreamTag } from './message-append.ts'
-
 /** What the schema may know about the WebSocket connection an operation arrived on. */
 export interface ConnectionScope {
   readonly id: string
@@ -12,11 +10,6 @@ export interface ConnectionScope {
   readonly focusedSessionId: string | undefined
   isMember(sessionId: string): boolean
 }
-
-/** How the scheduler must treat the next result of a subscription operation. */
-export type DeliveryTag =
-  | { frameClass: 'semantic'; sessionId?: string }
-  | { frameClass: 'replaceable'; sessionId: string; key: string; stream?: StreamTag }
 
 export class ConnectionMemberships implements ConnectionScope {
   readonly #counts = new Map<string, number>()

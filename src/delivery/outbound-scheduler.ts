@@ -19,6 +19,9 @@
  * neither does a full semantic lane: the lane's bound is for a peer that stopped reading.
  */
 import { SendWindow, type SendWindowLimits } from './send-window.ts'
+import { plainFrame, ReplaceableLanes, type Frame, type LaneEvents, type ReplaceableFrame } from './replaceable-lanes.ts'
+
+export type { Frame, ReplaceableFrame } from './replaceable-lanes.ts'
 
 export type FrameClass = 'control' | 'semantic' | 'replaceable'
 
@@ -53,12 +56,6 @@ export const DEFAULT_LIMITS: SchedulerLimits = {
 }
 
 /**
- * A frame as written: a string, or a Buffer rendered once and shared (a cohort's event goes to
- * thousands of members as the same payload bytes).
- */
-export type Frame = string | Buffer
-
-/**
  * Room left for what ws adds to a frame (its header, up to 10 bytes) and for a probe's ping, so a
  * write predicted to stay under the high-water mark does.
  */
@@ -77,47 +74,8 @@ export interface OutboundSocket {
   close(code: number, reason: string): void
 }
 
-export interface SchedulerEvents {
-  replaced?(sessionId: string): void
-  /** A queued replaceable of this session was dropped to make room (its own or the connection's allowance). */
-  evicted?(sessionId: string): void
+export interface SchedulerEvents extends LaneEvents {
   overflowClosed?(frameClass: FrameClass): void
-}
-
-/**
- * A replaceable frame that takes part in its own replacement. Rendered when written, so a frame
- * that absorbed many others is serialized once, not once per absorption.
- */
-export interface ReplaceableFrame {
-  /**
-   * The frame to write now. A frame written in parts returns its first part and the `rest`, which
-   * stays queued under the same key, in the same place: its next part goes out on a later turn of
-   * the lane (so control frames and other sessions go in between), and a newer update of the key
-   * supersedes the rest. `room`: the bytes the send window still takes (absent: no window), a hint
-   * for the size of a part, so that what a control frame written next waits behind stays about
-   * the window.
-   */
-  take(room?: number): { frame: Frame; rest?: ReplaceableFrame }
-  /** Replaces the undelivered `previous` of the same key: returns what is queued instead (default: this frame). */
-  supersede?(previous: ReplaceableFrame): ReplaceableFrame
-  /** Dropped unsent to make room: the next frame of its key follows a gap. */
-  evicted?(): void
-}
-
-const plainFrame = (frame: Frame): ReplaceableFrame => ({ take: () => ({ frame }) })
-
-interface Replaceable {
-  frame: ReplaceableFrame
-  /** This session's semantic frames enqueued before this entry: it waits until they are written. */
-  after: number
-}
-
-/** What the scheduler holds for one session; dropped as soon as nothing of the session is queued. */
-interface SessionLane {
-  semanticEnqueued: number
-  semanticWritten: number
-  /** key → entry, in first-queued order (a replacement keeps its place). */
-  replaceables: Map<string, Replaceable>
 }
 
 interface SemanticEntry {
@@ -128,9 +86,7 @@ interface SemanticEntry {
 export class OutboundScheduler {
   readonly #control: Frame[] = []
   readonly #semantic: SemanticEntry[] = []
-  /** Insertion order doubles as the round-robin order: a served session moves to the end. */
-  readonly #lanes = new Map<string, SessionLane>()
-  #replaceableCount = 0
+  readonly #lanes: ReplaceableLanes
   #semanticStreak = 0
   #closed = false
   #closeWhenDrained: { code: number; reason: string } | undefined
@@ -146,6 +102,7 @@ export class OutboundScheduler {
     private readonly events: SchedulerEvents = {},
     now: () => number = () => performance.now(),
   ) {
+    this.#lanes = new ReplaceableLanes(limits, events)
     if (limits.sendWindow && !limits.fifo) this.#window = new SendWindow(limits.sendWindow, now)
   }
 
@@ -162,12 +119,12 @@ export class OutboundScheduler {
   }
 
   get depth(): Record<FrameClass, number> {
-    return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#replaceableCount }
+    return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#lanes.queued }
   }
 
   /** Sessions with something queued (tests check that nothing is kept for idle sessions). */
   get trackedSessions(): number {
-    return this.#lanes.size
+    return this.#lanes.sessions
   }
 
   get closed(): boolean {
@@ -186,7 +143,7 @@ export class OutboundScheduler {
     if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
-    if (sessionId !== undefined) this.#lane(sessionId).semanticEnqueued++
+    if (sessionId !== undefined) this.#lanes.semanticQueued(sessionId)
     this.#semantic.push({ frame, sessionId })
     this.pump()
   }
@@ -203,47 +160,8 @@ export class OutboundScheduler {
       }
       return this.pump()
     }
-    const lane = this.#lane(sessionId)
-    const existing = lane.replaceables.get(key)
-    if (existing) {
-      // Replaced in place: one unsent entry per key.
-      existing.frame = entry.supersede ? entry.supersede(existing.frame) : entry
-      this.events.replaced?.(sessionId)
-      return this.pump()
-    }
-    if (lane.replaceables.size >= this.limits.replaceablePerSession) this.#evictOldest(sessionId, lane)
-    else if (this.#replaceableCount >= this.limits.replaceablePerConnection) this.#evictFromFullest(sessionId, lane)
-    lane.replaceables.set(key, { frame: entry, after: lane.semanticEnqueued })
-    this.#replaceableCount++
+    this.#lanes.enqueue(entry, sessionId, key)
     this.pump()
-  }
-
-  #lane(sessionId: string): SessionLane {
-    let lane = this.#lanes.get(sessionId)
-    if (!lane) {
-      lane = { semanticEnqueued: 0, semanticWritten: 0, replaceables: new Map() }
-      this.#lanes.set(sessionId, lane)
-    }
-    return lane
-  }
-
-  /** The connection allowance is full: the session holding the most keys pays, never a quieter one. */
-  #evictFromFullest(sessionId: string, own: SessionLane): void {
-    let fullestId = sessionId
-    let fullest = own
-    for (const [id, lane] of this.#lanes) if (lane.replaceables.size > fullest.replaceables.size) [fullestId, fullest] = [id, lane]
-    this.#evictOldest(fullestId, fullest)
-    if (fullest !== own) this.#forgetIfIdle(fullestId, fullest)
-  }
-
-  #evictOldest(sessionId: string, lane: SessionLane): void {
-    const oldest = lane.replaceables.entries().next()
-    if (oldest.done) return
-    const [key, entry] = oldest.value
-    lane.replaceables.delete(key)
-    this.#replaceableCount--
-    entry.frame.evicted?.()
-    this.events.evicted?.(sessionId)
   }
 
   #enqueueFifo(frame: Frame): void {
@@ -295,12 +213,12 @@ export class OutboundScheduler {
     // is full, its frames go to the socket past the window, so only a socket that takes no more
     // (a reader that stopped reading) makes the lane overflow with 1013, not a late pong.
     if (this.#window && !this.#window.open && this.#semantic.length < this.limits.semantic) {
-      if (this.#semantic.length > 0 || this.#replaceableCount > 0) this.#window.held()
+      if (this.#semantic.length > 0 || this.#lanes.queued > 0) this.#window.held()
       return undefined
     }
     const preferReplaceable = this.#semanticStreak >= this.limits.semanticBurst || this.#semantic.length === 0
     if (preferReplaceable) {
-      const replaceable = this.#nextReplaceable()
+      const replaceable = this.#lanes.next(this.#window?.room)
       if (replaceable !== undefined) {
         this.#semanticStreak = 0
         return replaceable
@@ -312,53 +230,14 @@ export class OutboundScheduler {
   #nextSemantic(): Frame | undefined {
     const head = this.#semantic[0]
     if (head === undefined) return undefined
-    const lane = head.sessionId === undefined ? undefined : this.#lanes.get(head.sessionId)
-    if (lane) {
+    if (head.sessionId !== undefined) {
       // Barrier: the session's replaceables queued before this frame go first, one per call.
-      const before = this.#takeReady(head.sessionId!, lane)
+      const before = this.#lanes.beforeSemantic(head.sessionId, this.#window?.room)
       if (before !== undefined) return before
-      lane.semanticWritten++
     }
     this.#semantic.shift()
     this.#semanticStreak++
-    if (lane) this.#forgetIfIdle(head.sessionId!, lane)
     return head.frame
-  }
-
-  /** Round-robin over sessions; an entry waits for the semantic frames enqueued before it. */
-  #nextReplaceable(): Frame | undefined {
-    for (const [sessionId, lane] of this.#lanes) {
-      const frame = this.#takeReady(sessionId, lane)
-      if (frame === undefined) continue
-      if (this.#lanes.has(sessionId)) {
-        this.#lanes.delete(sessionId)
-        this.#lanes.set(sessionId, lane)
-      }
-      return frame
-    }
-    return undefined
-  }
-
-  /** The session's oldest replaceable, if no earlier semantic frame of the session is still queued. */
-  #takeReady(sessionId: string, lane: SessionLane): Frame | undefined {
-    const oldest = lane.replaceables.entries().next()
-    if (oldest.done) return undefined
-    const [key, entry] = oldest.value
-    if (entry.after > lane.semanticWritten) return undefined
-    const { frame, rest } = entry.frame.take(this.#window?.room)
-    if (rest) {
-      // Written in parts: the rest keeps its place (and its barrier) for a later turn.
-      entry.frame = rest
-      return frame
-    }
-    lane.replaceables.delete(key)
-    this.#replaceableCount--
-    this.#forgetIfIdle(sessionId, lane)
-    return frame
-  }
-
-  #forgetIfIdle(sessionId: string, lane: SessionLane): void {
-    if (lane.replaceables.size === 0 && lane.semanticWritten === lane.semanticEnqueued) this.#lanes.delete(sessionId)
   }
 
   #overflow(frameClass: FrameClass): void {
@@ -376,7 +255,6 @@ export class OutboundScheduler {
     if (!this.limits.fifo) {
       this.#semantic.length = 0
       this.#lanes.clear()
-      this.#replaceableCount = 0
     }
     this.#closeWhenDrained = { code, reason }
     this.pump()
@@ -388,7 +266,6 @@ export class OutboundScheduler {
     this.#control.length = 0
     this.#semantic.length = 0
     this.#lanes.clear()
-    this.#replaceableCount = 0
     this.socket.close(code, reason)
   }
 }

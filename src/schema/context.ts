@@ -2,7 +2,8 @@ import type { Logger } from '../observability/logger.ts'
 import type { Projector } from '../projector/projector.ts'
 import type { SessionCommands } from '../instances/session-commands.ts'
 import type { GitMonitor } from '../git/monitor.ts'
-import type { ConnectionScope, DeliveryTag } from '../delivery/connection.ts'
+import type { ConnectionScope } from '../delivery/connection.ts'
+import type { DeliveryTags } from '../delivery/delivery-tags.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import type { FeedServices } from '../feed/resumable-feed.ts'
@@ -41,8 +42,8 @@ export interface Context extends ContextServices {
    * allowed it, and the transport ends the subscription once that membership is removed.
    */
   onWorkspaceScope?: (workspaceId: string) => void
-  /** Set by a subscription resolver for the result it is producing (delivery class and key). */
-  deliveryTag?: DeliveryTag
+  /** Given by the gateway to a subscription: its resolver tags each result with its delivery class and key (delivery-tags.ts). */
+  deliveryTags?: DeliveryTags
   /** Given by the gateway to a workspace feed subscription in a cohort: positions and replay-only mode (feed-tap.ts). */
   feedTap?: FeedTap
 }

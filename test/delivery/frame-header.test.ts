@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { MessageType, stringifyMessage } from 'graphql-ws'
-import { frameHeader } from '../../src/delivery/ws-gateway.ts'
+import { frameHeader } from '../../src/delivery/frame-routing.ts'
 
 describe('frameHeader: the id and type of an outgoing graphql-ws frame without parsing its payload', () => {
   const ids = ['1', 'op-"quoted"', 'back\\slash', 'uni\u00e9\u{1F600}', '","type":"complete', 'line\nbreak']

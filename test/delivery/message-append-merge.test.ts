@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AppendChain, TRACKED_MESSAGES, streamFrame, streamTag, type Append } from '../../src/delivery/message-append.ts'
+import { AppendChain, TRACKED_MESSAGES, streamFrame, streamTag, type Append } from '../../src/session-stream/message-append.ts'
 import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
 import { heldSocket } from '../support/held-socket.ts'
 

@@ -8,6 +8,7 @@ import type { MessageRow, SessionRow, TurnRow } from '../../store/rows.ts'
 import { SESSION_STATES, type SessionState } from '../../summary/types.ts'
 import type { Context } from '../context.ts'
 import { contentOf, type MessageValue } from '../message-content.ts'
+import { streamBeingRendered } from '../../session-stream/session-stream.ts'
 import { TaskRef } from './task.ts'
 import { RepositoryGitStatusRef } from './git.ts'
 
@@ -98,9 +99,10 @@ export const MessageRef = builder.objectRef<MessageValue>('Message').implement({
     author: t.field({ type: MessageAuthorEnum, resolve: (m) => m.author as (typeof MessageAuthorEnum)['$inferType'] }),
     kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
     content: t.string({
-      resolve: (m, _args, ctx) => {
+      resolve: (m, _args, ctx, info) => {
         // A streamed update that carries the whole content is never sliced (message-append.ts).
-        if (ctx.deliveryTag?.frameClass === 'replaceable' && ctx.deliveryTag.stream) ctx.deliveryTag.stream.withContent = true
+        const stream = streamBeingRendered(info)
+        if (stream) stream.withContent = true
         return contentOf(ctx.store, m)
       },
     }),

@@ -9,7 +9,7 @@
  * an evicted frame, an errored frame, a change that may touch content, a message not tracked any
  * more) makes the next frame's append null, and the client reads `message.content` once.
  */
-import type { ReplaceableFrame } from './outbound-scheduler.ts'
+import type { ReplaceableFrame } from '../delivery/outbound-scheduler.ts'
 
 export interface Append {
   /** Length of the content before `text`, in UTF-16 code units. */
@@ -148,21 +148,28 @@ export class AppendChain {
   }
 }
 
-/** What the resolvers of one MessageUpdated frame record for the gateway. */
-export interface StreamTag {
-  messageId: string
-  version: number
-  /** The append this frame carries (null: the client reads content). */
-  append: Append | null
-  chain: AppendChain
+/**
+ * What the resolvers of one MessageUpdated frame record while it is executed, for the frame's
+ * replaceable entry (streamFrame) once it is serialized. One per frame and subscription: the
+ * event carries it (SessionEventValue.stream), so every resolver under the event reaches it.
+ */
+export class StreamTag {
   /** Response paths (aliases included) of every `append` field of the frame that resolved non-null. */
-  appendPaths: Path[]
+  readonly appendPaths: Path[] = []
   /** Response paths of the `offset` and `text` fields under them. */
-  leaves: { path: Path; field: keyof Append }[]
+  readonly leaves: { path: Path; field: keyof Append }[] = []
   /** The frame selects `message.content` (it carries the whole content anyway). */
-  withContent: boolean
+  withContent = false
   /** The frame parsed once, for a frame re-serialized with other appends (its slices). */
   parsed?: { payload?: { data?: unknown } }
+
+  constructor(
+    readonly messageId: string,
+    readonly version: number,
+    /** The append this frame carries (null: the client reads content). */
+    readonly append: Append | null,
+    readonly chain: AppendChain,
+  ) {}
 }
 
 /** The frame's length without its append's text: about the bytes every slice of it carries besides text. */
@@ -171,7 +178,7 @@ function envelopeOf(frame: string, tag: StreamTag): number {
 }
 
 export function streamTag(messageId: string, version: number, append: Append | null, chain: AppendChain): StreamTag {
-  return { messageId, version, append, chain, appendPaths: [], leaves: [], withContent: false }
+  return new StreamTag(messageId, version, append, chain)
 }
 
 /**

@@ -1,0 +1,33 @@
+import type { Connection } from './gateway-connection.ts'
+
+/** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
+const FRAME_HEAD = /^\{"id":("(?:[^"\\]|\\.)*"),"type":"([a-z_]+)"/
+
+export function frameHeader(data: string): { type: string; id?: string } {
+  const head = FRAME_HEAD.exec(data)
+  if (head) return { id: JSON.parse(head[1]!) as string, type: head[2]! }
+  return JSON.parse(data) as { type: string; id?: string }
+}
+
+/**
+ * Sorts each outgoing graphql-ws frame into its delivery class: results of queries and mutations
+ * (and every frame of no subscription) are control frames; a subscription's result goes as its
+ * resolver tagged it (delivery-tags.ts), semantic when untagged.
+ */
+export function routeFrame(connection: Connection, data: string): void {
+  const { type, id } = frameHeader(data)
+  const tags = id === undefined ? undefined : connection.subscriptions.get(id)
+  if (!tags) return connection.scheduler.enqueueControl(data)
+  if (type !== 'next') {
+    // The subscription's last frame (complete or error): queued behind its results, then its entry goes.
+    connection.subscriptions.delete(id!)
+    return connection.scheduler.enqueueSemantic(data, tags.pending?.sessionId)
+  }
+  const tag = tags.take()
+  if (tag?.frameClass === 'replaceable') {
+    // Keyed per subscription too: two subscriptions of one session on a connection each follow their own appends.
+    const frame = tag.entryOf ? tag.entryOf(data) : data
+    return connection.scheduler.enqueueReplaceable(frame, tag.sessionId, `${tag.key} ${id}`)
+  }
+  connection.scheduler.enqueueSemantic(data, tag?.sessionId)
+}
