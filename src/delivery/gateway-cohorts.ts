@@ -2,7 +2,7 @@ import { Kind, type DocumentNode, type ExecutionArgs, type ExecutionResult, type
 import type { SubscribePayload } from 'graphql-ws'
 import type { ErrorCode } from '../errors.ts'
 import type { Logger } from '../observability/logger.ts'
-import { socketResult } from '../server/error-codes.ts'
+import { socketResult } from '../contract/client-errors.ts'
 import { Cohorts, feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type CohortSink, type FeedCohortPlan } from './cohorts.ts'
 import { DeliveryTags } from './delivery-tags.ts'
 import type { Connection } from './gateway-connection.ts'

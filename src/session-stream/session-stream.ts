@@ -4,7 +4,7 @@
  * gateway delivers each of them (DeliveryTag). Authorization is the schema's, before it opens one.
  */
 import { RESYNC, type PubSub, type SessionEventPayload } from '../pubsub/pubsub.ts'
-import { transformIterator } from '../pubsub/transform.ts'
+import { mapAsyncIterator } from '../util/async-iterators.ts'
 import { messagesOfSession } from '../store/sessions.ts'
 import type { SessionRow } from '../store/rows.ts'
 import type { Store } from '../store/store.ts'
@@ -45,7 +45,7 @@ export async function openSessionStream(
       : null
     for (const message of snapshot?.messages ?? []) chain.seed(message.id, message.version, message.content.length)
     const joined: SessionEventValue = { type: 'SessionJoined', sessionId, snapshot }
-    const events = transformIterator(live, (payload) => {
+    const events = mapAsyncIterator(live, (payload) => {
       beforeEachEvent()
       return resolveForSubscriber(sources.store, payload, chain)
     })
