@@ -1,63 +1,36 @@
 import { randomUUID } from 'node:crypto'
-import { RequestError, type SessionNotification } from '@agentclientprotocol/sdk'
+import { RequestError } from '@agentclientprotocol/sdk'
 import type { Logger } from '../observability/logger.ts'
-import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
+import type { PubSub } from '../pubsub/pubsub.ts'
 import { OwnershipLostError, type Store } from '../store/store.ts'
-import {
-  addMessage,
-  cancelPendingRequests,
-  clearSessionError,
-  findToolCallMessage,
-  markPromptDispatched,
-  openTurns,
-  setSessionError,
-  updateMessage,
-  updateSession,
-  type NewMessage,
-} from '../store/runtime.ts'
+import { cancelPendingRequests, markPromptDispatched, openTurns, setSessionError, updateSession } from '../store/runtime.ts'
 import { closeTurn } from '../store/turns.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
-import type { ClarifyResult, SessionErrorData } from './extensions.ts'
-import { SessionCoalescer, type StreamAppend, type StreamKind } from './coalescer.ts'
+import type { SessionErrorData } from './extensions.ts'
+import type { SessionCoalescer } from './coalescer.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
-import { appendMessageContent } from '../store/messages.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
-import { retryWrite } from './retry-write.ts'
-import { chunkCount } from './chunk-merge.ts'
 import { errorFields } from '../observability/error-fields.ts'
-
-const TOOL_STATUS: Record<string, string> = {
-  pending: 'PENDING',
-  in_progress: 'IN_PROGRESS',
-  completed: 'COMPLETED',
-  failed: 'FAILED',
-}
-
-type Responder =
-  | { kind: 'PERMISSION_REQUEST'; respond: (optionId: string | null) => void }
-  | { kind: 'CLARIFICATION'; respond: (answer: string | null) => void }
+import { AcpUpdates } from './acp-updates.ts'
+import { SessionFence } from './session-fence.ts'
 
 /**
- * The live side of one session: its agent process, its coalescer, its turn in flight. Consumes
- * the agent's handoff strictly in order and turns it into store writes (which feed the
- * projector) and session events (which feed session subscribers).
+ * The live side of one session: its agent process, its prompt queue, its turn in flight, and the
+ * lifecycle from the first dispatch to stop, crash, failure or takeover. Consumes the agent's
+ * handoff strictly in order; what the agent says is translated into store writes and session
+ * events by AcpUpdates; both write only through the SessionFence (nothing once it may not own the session).
  */
 export class SessionRuntime {
-  readonly coalescer: SessionCoalescer
+  readonly #fence: SessionFence
+  readonly #updates: AcpUpdates
   #turnId: string | undefined
   #queue: { turnId: string; text: string }[] = []
   /** Every turn ever queued here: a prompt both refilled from the store and enqueued by its request is queued once. */
   readonly #queued = new Set<string>()
-  #responders = new Map<string, Responder>()
-  #subagents = new Set<string>()
-  #agentSpokeThisTurn = false
   #finished = false
-  /** Set when another instance took the session over: from then on this runtime writes nothing. */
-  #abandoned = false
   #dispatched = 0
   readonly #consumed: Promise<void>
-  readonly #scheduler: Scheduler
   #markEnded!: () => void
   /** Resolves once the runtime is over and its manager has forgotten it. */
   readonly ended = new Promise<void>((resolve) => (this.#markEnded = resolve))
@@ -80,19 +53,30 @@ export class SessionRuntime {
       onFinished: (runtime: SessionRuntime) => void
     },
   ) {
-    this.coalescer = new SessionCoalescer(
-      {
-        create: (kind, text) => this.#createStreamMessage(kind, text),
-        update: (messageId, append) => this.#appendStreamMessage(messageId, append),
-      },
-      (error) => {
-        if (error instanceof OwnershipLostError) return this.#ownershipLost()
-        deps.logger.error({ sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed')
-      },
-      deps.scheduler,
-    )
-    this.#scheduler = deps.scheduler ?? realScheduler
+    this.#fence = new SessionFence(sessionId, {
+      pubsub: deps.pubsub,
+      logger: deps.logger,
+      scheduler: deps.scheduler ?? realScheduler,
+      leaseHeld: deps.leaseHeld,
+      onOwnershipLost: () =>
+        this.abandon().catch((error: unknown) =>
+          deps.logger.warn({ sessionId, action: 'agent.stop', ...errorFields(error) }, 'agent stop failed'),
+        ),
+    })
+    this.#updates = new AcpUpdates({
+      store: deps.store,
+      logger: deps.logger,
+      metrics: deps.metrics,
+      scheduler: deps.scheduler,
+      fence: this.#fence,
+      currentTurn: () => this.#turnId,
+    })
     this.#consumed = this.#consume()
+  }
+
+  /** The session's stream: text chunks batched into message writes (benchmarks read its stats). */
+  get coalescer(): SessionCoalescer {
+    return this.#updates.coalescer
   }
 
   get busy(): boolean {
@@ -131,19 +115,14 @@ export class SessionRuntime {
     }
     this.#dispatchNext().catch((error: unknown) =>
       error instanceof OwnershipLostError
-        ? this.#ownershipLost()
+        ? this.#fence.ownershipLost()
         : this.#failed('prompt_dispatch_failed', 'The prompt could not be dispatched: a database write failed.', error),
     )
     return true
   }
 
   async respond(pendingId: string, answer: { optionId?: string; text?: string }): Promise<boolean> {
-    const responder = this.#responders.get(pendingId)
-    if (!responder) return false
-    this.#responders.delete(pendingId)
-    if (responder.kind === 'PERMISSION_REQUEST') responder.respond(answer.optionId ?? null)
-    else responder.respond(answer.text ?? null)
-    return true
+    return this.#updates.respond(pendingId, answer)
   }
 
   /** stopSession / deleteSession / shutdown: everything pending is written first. */
@@ -161,13 +140,11 @@ export class SessionRuntime {
    * the session's records.
    */
   async abandon(): Promise<void> {
-    this.#abandoned = true
+    this.#fence.markAbandoned()
     if (this.#finished) return
     this.#finished = true
-    this.coalescer.discard()
+    this.#updates.abandon()
     this.#queue = []
-    this.#responders.clear()
-    this.#subagents.clear()
     this.#turnId = undefined
     try {
       await this.agent.stop()
@@ -182,7 +159,7 @@ export class SessionRuntime {
     const next = await this.#claimNext()
     if (!next) return
     await this.#setState('RUNNING')
-    this.#publish({ type: 'TurnStarted', sessionId: this.sessionId, turnId: next.turnId })
+    this.#fence.publish({ type: 'TurnStarted', sessionId: this.sessionId, turnId: next.turnId })
     this.#dispatched++
     this.agent.prompt(next.text).then(
       (response) => this.agent.handoff.push({ type: 'turnEnd', turnId: next.turnId, response }),
@@ -203,20 +180,20 @@ export class SessionRuntime {
       const next = this.#queue.shift()
       if (!next) return undefined
       this.#turnId = next.turnId
-      this.#agentSpokeThisTurn = false
-      if (await this.#write('turn.dispatched', () => markPromptDispatched(store, next.turnId))) return next
+      this.#updates.turnBegan()
+      if (await this.#fence.write('turn.dispatched', () => markPromptDispatched(store, next.turnId))) return next
       this.#turnId = undefined
     }
   }
 
   async #consume(): Promise<void> {
     for await (const input of this.agent.handoff.drain()) {
-      if (this.#abandoned) continue
+      if (this.#fence.abandoned) continue
       try {
         await this.#handle(input)
       } catch (error) {
         if (error instanceof OwnershipLostError) {
-          this.#ownershipLost()
+          this.#fence.ownershipLost()
           continue
         }
         // Skipping the input would leave a turn that never ends (later prompts would never be
@@ -229,99 +206,17 @@ export class SessionRuntime {
   async #handle(input: AgentInput): Promise<void> {
     switch (input.type) {
       case 'update':
-        return this.#update(input.notification)
-      case 'permission': {
-        await this.coalescer.flush()
-        const options = input.request.options.map((o) => ({ id: o.optionId, name: o.name, kind: o.kind }))
-        const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', input.request.toolCall.title ?? 'Permission', { options })
-        this.#responders.set(pendingId, {
-          kind: 'PERMISSION_REQUEST',
-          respond: (optionId) =>
-            input.respond({ outcome: optionId ? { outcome: 'selected', optionId } : { outcome: 'cancelled' } }),
-        })
-        return
-      }
-      case 'clarify': {
-        await this.coalescer.flush()
-        const pendingId = await this.#pendingRequest('CLARIFICATION', input.request.question, {})
-        this.#responders.set(pendingId, {
-          kind: 'CLARIFICATION',
-          respond: (answer) =>
-            input.respond((answer === null ? { outcome: 'cancelled' } : { outcome: 'answered', answer }) satisfies ClarifyResult),
-        })
-        return
-      }
-      case 'subagent': {
-        if (input.notification.state === 'started') this.#subagents.add(input.notification.subagentId)
-        else this.#subagents.delete(input.notification.subagentId)
-        const count = this.#subagents.size
-        await this.#write('session.subagents', () => updateSession(this.deps.store, this.sessionId, { activeSubagentCount: count }))
-        return
-      }
+        return this.#updates.update(input.notification)
+      case 'permission':
+        return this.#updates.permission(input)
+      case 'clarify':
+        return this.#updates.clarify(input)
+      case 'subagent':
+        return this.#updates.subagent(input)
       case 'turnEnd':
         return this.#turnEnded(input)
       case 'exited':
         return this.#crashed(`Agent process exited (${input.signal ?? `code ${input.code}`}).`)
-    }
-  }
-
-  async #update(notification: SessionNotification): Promise<void> {
-    const update = notification.update
-    if (!this.#agentSpokeThisTurn && this.#turnId) {
-      // A newer agent response clears the session's previous recoverable error.
-      this.#agentSpokeThisTurn = true
-      await this.#write('session.error_cleared', () => clearSessionError(this.deps.store, this.sessionId))
-    }
-    switch (update.sessionUpdate) {
-      case 'agent_message_chunk':
-      case 'agent_thought_chunk': {
-        const kind: StreamKind = update.sessionUpdate === 'agent_message_chunk' ? 'MESSAGE' : 'REASONING'
-        if (update.content.type === 'text') {
-          // A store slower than the agent holds the handoff here (and so the agent), not memory.
-          await this.coalescer.room()
-          const count = chunkCount(update)
-          this.deps.metrics.chunkReceived(kind, count)
-          this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined, count)
-        }
-        return
-      }
-      case 'tool_call': {
-        await this.coalescer.flush()
-        await this.#agentMessage({
-          kind: 'TOOL_CALL',
-          content: update.title,
-          status: TOOL_STATUS[update.status ?? 'pending'] ?? 'PENDING',
-          toolCallId: update.toolCallId,
-          metadata: JSON.stringify({ kind: update.kind ?? 'other' }),
-        })
-        return
-      }
-      case 'tool_call_update': {
-        await this.coalescer.flush()
-        const existing = await findToolCallMessage(this.deps.store, this.sessionId, update.toolCallId)
-        if (!existing) return
-        this.#guard('tool call update')
-        const message = await updateMessage(this.deps.store, existing.id, {
-          ...(update.status && { status: TOOL_STATUS[update.status] ?? existing.status }),
-          ...(update.title && { content: update.title }),
-        })
-        this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId: message.id, version: message.version })
-        return
-      }
-      case 'config_option_update': {
-        const model = update.configOptions.find((o) => o.category === 'model' && o.type === 'select')
-        if (!model || model.type !== 'select') return
-        const options = (model.options as { value?: string; name: string }[]).filter((o) => typeof o.value === 'string')
-        this.#guard('models')
-        await updateSession(this.deps.store, this.sessionId, {
-          currentModelId: model.currentValue,
-          availableModels: options.map((o) => ({ id: o.value!, name: o.name })),
-        })
-        this.#publish({ type: 'SessionModelsUpdated', sessionId: this.sessionId })
-        return
-      }
-      default:
-        return
     }
   }
 
@@ -337,14 +232,14 @@ export class SessionRuntime {
       const data = input.error.data as SessionErrorData
       const now = store.now()
       const message = input.error.message
-      await this.#write('session.error', () =>
+      await this.#fence.write('session.error', () =>
         setSessionError(store, this.sessionId, { code: data.code, message, stamp: randomUUID(), occurredAt: now }),
       )
     }
     const stopReason = input.response?.stopReason ?? 'error'
     // The agent answered, so the turn ended, unless the answer acknowledges a cancel that cut it off.
-    const turn = await this.#write('turn.completed', () => this.#closeTurn(input.turnId, stopReason, stopReason === 'cancelled'))
-    this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
+    const turn = await this.#fence.write('turn.completed', () => this.#closeTurn(input.turnId, stopReason, stopReason === 'cancelled'))
+    this.#fence.publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
     this.#turnId = undefined
     if (!this.agent.stopping) await this.#setState('WAITING_FOR_INPUT')
     await this.#dispatchNext()
@@ -369,7 +264,7 @@ export class SessionRuntime {
   }
 
   async #endFailed(code: string, reason: string, stopReason: string): Promise<void> {
-    await this.#bestEffort('session.error', () =>
+    await this.#fence.bestEffort('session.error', () =>
       setSessionError(this.deps.store, this.sessionId, { code, message: reason, stamp: randomUUID(), occurredAt: this.deps.store.now() }),
     )
     this.agent.stop().catch((error: unknown) =>
@@ -387,10 +282,8 @@ export class SessionRuntime {
     this.#finished = true
     try {
       await this.coalescer.flush()
-      for (const responder of this.#responders.values()) responder.respond(null)
-      this.#responders.clear()
+      this.#updates.cancelOpenRequests()
       this.#queue = []
-      this.#subagents.clear()
       if (state !== null) await this.#recordFinalState(state, stopReason)
     } finally {
       this.#turnId = undefined
@@ -403,12 +296,12 @@ export class SessionRuntime {
   /** Each step on its own: a turn that cannot be completed must not keep the session's state from being written. */
   async #recordFinalState(state: SessionState, stopReason: string): Promise<void> {
     const { store } = this.deps
-    const open = (await this.#bestEffort('turns.open', () => openTurns(store, this.sessionId))) ?? []
+    const open = (await this.#fence.bestEffort('turns.open', () => openTurns(store, this.sessionId))) ?? []
     for (const turn of open)
-      if (await this.#bestEffort('turn.completed', () => this.#closeTurn(turn.id, stopReason, true)))
-        this.#publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
-    await this.#bestEffort('requests.cancelled', () => cancelPendingRequests(store, this.sessionId))
-    if (await this.#bestEffort('session.state', () => updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })))
+      if (await this.#fence.bestEffort('turn.completed', () => this.#closeTurn(turn.id, stopReason, true)))
+        this.#fence.publish({ type: 'TurnCompleted', sessionId: this.sessionId, turnId: turn.id })
+    await this.#fence.bestEffort('requests.cancelled', () => cancelPendingRequests(store, this.sessionId))
+    if (await this.#fence.bestEffort('session.state', () => updateSession(store, this.sessionId, { state, activeSubagentCount: 0, backgroundWork: false })))
       this.#publishState(state)
   }
 
@@ -417,105 +310,16 @@ export class SessionRuntime {
     const { turn, messages } = await closeTurn(this.deps.store, turnId, { stopReason, interrupted })
     // Only the status changed: followers of appends keep their copy of the content.
     for (const m of messages)
-      this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId: m.id, version: m.version, contentUnchanged: true })
+      this.#fence.publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId: m.id, version: m.version, contentUnchanged: true })
     return turn
   }
 
   async #setState(state: SessionState): Promise<void> {
-    await this.#write('session.state', () => updateSession(this.deps.store, this.sessionId, { state }))
+    await this.#fence.write('session.state', () => updateSession(this.deps.store, this.sessionId, { state }))
     this.#publishState(state)
   }
 
-  /**
-   * Fencing, on this side: a write is made only while this runtime may still own its session
-   * (never abandoned, the lease held by this instance's clock). The store checks ownership again
-   * in the write itself, for a stall between this check and the write.
-   */
-  #guard(what: string): void {
-    if (!this.#mayStillOwn) throw new OwnershipLostError(`${what} of session ${this.sessionId}`)
-  }
-
-  /** Not abandoned, and the lease held by this instance's clock: writes and publications may go out. */
-  get #mayStillOwn(): boolean {
-    return !this.#abandoned && (this.deps.leaseHeld?.() ?? true)
-  }
-
-  /**
-   * Another instance may own the session now (this one stalled or lost the database past its
-   * lease): the runtime ends as abandoned, its agent stopped, nothing more written or published.
-   */
-  #ownershipLost(): void {
-    if (this.#abandoned) return
-    this.#abandoned = true
-    this.deps.logger.warn({ sessionId: this.sessionId, action: 'session.ownership_lost' }, 'this instance no longer owns the session; its agent ends here without writing')
-    this.abandon().catch((error: unknown) =>
-      this.deps.logger.warn({ sessionId: this.sessionId, action: 'agent.stop', ...errorFields(error) }, 'agent stop failed'),
-    )
-  }
-
-  /** A repeatable write, retried with backoff; the last failure is thrown. A fenced refusal is never retried. */
-  async #write<T>(what: string, write: () => Promise<T>): Promise<T> {
-    this.#guard(what)
-    return retryWrite(write, {
-      retryable: (error) => !(error instanceof OwnershipLostError),
-      scheduler: this.#scheduler,
-      onRetry: (error, attempt) =>
-        this.deps.logger.warn({ sessionId: this.sessionId, action: 'store.retry', write: what, attempt, ...errorFields(error) }, 'store write failed, retrying'),
-    })
-  }
-
-  /** Like #write, but a final failure is logged and yields undefined (the caller goes on). */
-  async #bestEffort<T>(what: string, write: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await this.#write(what, write)
-    } catch (error) {
-      if (error instanceof OwnershipLostError) return void this.#ownershipLost()
-      this.deps.logger.error({ sessionId: this.sessionId, action: 'store.gave_up', write: what, ...errorFields(error) }, 'store write failed for good')
-      return undefined
-    }
-  }
-
   #publishState(state: string): void {
-    this.#publish({ type: 'SessionStateChanged', sessionId: this.sessionId, state })
-  }
-
-  /** Stores an agent message of the current turn and announces it. */
-  async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
-    this.#guard('message')
-    const message = await addMessage(this.deps.store, {
-      id: randomUUID(),
-      sessionId: this.sessionId,
-      turnId: this.#turnId,
-      author: 'AGENT',
-      ...fields,
-    })
-    this.#publish({ type: 'MessageAdded', sessionId: this.sessionId, messageId: message.id })
-    return message
-  }
-
-  async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
-    const pendingId = randomUUID()
-    await this.#agentMessage({ kind, content, status: 'PENDING', pendingId, metadata: JSON.stringify(metadata) })
-    return pendingId
-  }
-
-  async #createStreamMessage(kind: StreamKind, text: string): Promise<string> {
-    return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' })).id
-  }
-
-  /** Only the window's text crosses the store and the pub/sub: subscribers that follow appends never reread the content. */
-  async #appendStreamMessage(messageId: string, append: StreamAppend): Promise<void> {
-    this.#guard('stream append')
-    const result = await appendMessageContent(this.deps.store, messageId, append.text)
-    if (!result) return // deleted with its session meanwhile: nobody to tell
-    this.deps.metrics.published()
-    this.#publish({ type: 'MessageUpdated', sessionId: this.sessionId, messageId, version: result.version, append })
-  }
-
-  #publish(payload: SessionEventPayload): void {
-    if (!this.#mayStillOwn) return
-    this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
-      this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
-    })
+    this.#fence.publish({ type: 'SessionStateChanged', sessionId: this.sessionId, state })
   }
 }

@@ -2,6 +2,7 @@ import { print, type DocumentNode, type FormattedExecutionResult, type GraphQLFo
 import { createClient, type Client, type ClientOptions } from 'graphql-ws'
 import type { StoreApi } from 'zustand/vanilla'
 import type { ClientDiagnostic, ConnectionState } from './types.ts'
+import { backoffMs, FATAL_CLOSE_CODES, KEEPALIVE_MS, PONG_TIMEOUT_MS, STABLE_CONNECTION_MS, toWebSocketUrl } from './socket-policy.ts'
 
 /** A typed document (structurally the generated TypedDocumentNode). */
 export type Doc<TResult, TVariables> = DocumentNode & { __apiType?: (variables: TVariables) => TResult }
@@ -40,28 +41,6 @@ export interface TransportHooks {
   connected(reconnect: boolean): void
   /** The socket closed: every subscription of it is gone (no callback of theirs follows). */
   disconnected(): void
-}
-
-/** Close codes after which retrying cannot help: the token is refused. */
-export const FATAL_CLOSE_CODES: ReadonlySet<number> = new Set([4401, 4403])
-/** The client pings this often (graphql-ws `ping`); a pong missing after PONG_TIMEOUT_MS ends the socket. */
-export const KEEPALIVE_MS = 15_000
-export const PONG_TIMEOUT_MS = 5_000
-/** A connection that lived this long resets the backoff. */
-export const STABLE_CONNECTION_MS = 10_000
-
-/** Jittered exponential backoff: min(30 s, 500 ms · 2^attempt) · (0.5 + random()). */
-export function backoffMs(attempt: number, random: () => number): number {
-  return Math.round(Math.min(30_000, 500 * 2 ** attempt) * (0.5 + random()))
-}
-
-/** ws:// or wss:// for a ws(s) or http(s) URL. */
-export function toWebSocketUrl(url: string): string {
-  const parsed = new URL(url)
-  if (parsed.protocol === 'http:') parsed.protocol = 'ws:'
-  else if (parsed.protocol === 'https:') parsed.protocol = 'wss:'
-  else if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') throw new Error(`Unsupported URL scheme: ${parsed.protocol}`)
-  return parsed.href
 }
 
 const printed = new WeakMap<DocumentNode, { query: string; operationName?: string }>()

@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto'
+import type { SessionNotification } from '@agentclientprotocol/sdk'
+import type { Logger } from '../observability/logger.ts'
+import { OwnershipLostError, type Store } from '../store/store.ts'
+import { addMessage, clearSessionError, findToolCallMessage, updateMessage, updateSession, type NewMessage } from '../store/runtime.ts'
+import { appendMessageContent } from '../store/messages.ts'
+import type { Scheduler } from '../util/scheduler.ts'
+import { errorFields } from '../observability/error-fields.ts'
+import type { AgentInput } from './agent-process.ts'
+import type { ClarifyResult } from './extensions.ts'
+import { SessionCoalescer, type StreamAppend, type StreamKind } from './coalescer.ts'
+import type { AgentMetrics } from './agent-metrics.ts'
+import { chunkCount } from './chunk-merge.ts'
+import type { SessionFence } from './session-fence.ts'
+
+const TOOL_STATUS: Record<string, string> = {
+  pending: 'PENDING',
+  in_progress: 'IN_PROGRESS',
+  completed: 'COMPLETED',
+  failed: 'FAILED',
+}
+
+type Responder =
+  | { kind: 'PERMISSION_REQUEST'; respond: (optionId: string | null) => void }
+  | { kind: 'CLARIFICATION'; respond: (answer: string | null) => void }
+
+type PermissionInput = Extract<AgentInput, { type: 'permission' }>
+type ClarifyInput = Extract<AgentInput, { type: 'clarify' }>
+type SubagentInput = Extract<AgentInput, { type: 'subagent' }>
+
+/** What the translation needs of its session's runtime: the turn in flight, and the fence every write passes. */
+export interface SessionOutlet {
+  readonly store: Store
+  readonly logger: Logger
+  readonly metrics: AgentMetrics
+  readonly scheduler?: Scheduler
+  readonly fence: SessionFence
+  /** The turn in flight: the agent's messages belong to it. */
+  currentTurn(): string | undefined
+}
+
+/**
+ * Turns what the agent says (ACP session updates, permission and clarification requests, subagent
+ * notices) into store writes and session events: streamed text through the coalescer, tool calls
+ * and requests as messages of the turn in flight, models and subagents on the session.
+ */
+export class AcpUpdates {
+  readonly coalescer: SessionCoalescer
+  /** Open permission and clarification requests, by pendingId: the user's answer goes back to the agent. */
+  readonly #responders = new Map<string, Responder>()
+  readonly #subagents = new Set<string>()
+  #agentSpokeThisTurn = false
+  readonly #sessionId: string
+
+  constructor(private readonly outlet: SessionOutlet) {
+    this.#sessionId = outlet.fence.sessionId
+    this.coalescer = new SessionCoalescer(
+      {
+        create: (kind, text) => this.#createStreamMessage(kind, text),
+        update: (messageId, append) => this.#appendStreamMessage(messageId, append),
+      },
+      (error) => {
+        if (error instanceof OwnershipLostError) return outlet.fence.ownershipLost()
+        outlet.logger.error({ sessionId: this.#sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed')
+      },
+      outlet.scheduler,
+    )
+  }
+
+  /** A new turn went out: the agent's first update of it clears the session's previous error. */
+  turnBegan(): void {
+    this.#agentSpokeThisTurn = false
+  }
+
+  /** Hands the user's answer to the agent's open request; false when no such request is open. */
+  respond(pendingId: string, answer: { optionId?: string; text?: string }): boolean {
+    const responder = this.#responders.get(pendingId)
+    if (!responder) return false
+    this.#responders.delete(pendingId)
+    if (responder.kind === 'PERMISSION_REQUEST') responder.respond(answer.optionId ?? null)
+    else responder.respond(answer.text ?? null)
+    return true
+  }
+
+  /** The session ends: every open request is cancelled towards the agent, and no subagent runs on. */
+  cancelOpenRequests(): void {
+    for (const responder of this.#responders.values()) responder.respond(null)
+    this.#forget()
+  }
+
+  /** The session was taken over: the agent is stopped, so nobody is told anything. */
+  abandon(): void {
+    this.coalescer.discard()
+    this.#forget()
+  }
+
+  #forget(): void {
+    this.#responders.clear()
+    this.#subagents.clear()
+  }
+
+  async update(notification: SessionNotification): Promise<void> {
+    const { outlet } = this
+    const update = notification.update
+    if (!this.#agentSpokeThisTurn && outlet.currentTurn()) {
+      // A newer agent response clears the session's previous recoverable error.
+      this.#agentSpokeThisTurn = true
+      await outlet.fence.write('session.error_cleared', () => clearSessionError(outlet.store, this.#sessionId))
+    }
+    switch (update.sessionUpdate) {
+      case 'agent_message_chunk':
+      case 'agent_thought_chunk': {
+        const kind: StreamKind = update.sessionUpdate === 'agent_message_chunk' ? 'MESSAGE' : 'REASONING'
+        if (update.content.type === 'text') {
+          // A store slower than the agent holds the handoff here (and so the agent), not memory.
+          await this.coalescer.room()
+          const count = chunkCount(update)
+          outlet.metrics.chunkReceived(kind, count)
+          this.coalescer.chunk(kind, update.content.text, update.messageId ?? undefined, count)
+        }
+        return
+      }
+      case 'tool_call': {
+        await this.coalescer.flush()
+        await this.#agentMessage({
+          kind: 'TOOL_CALL',
+          content: update.title,
+          status: TOOL_STATUS[update.status ?? 'pending'] ?? 'PENDING',
+          toolCallId: update.toolCallId,
+          metadata: JSON.stringify({ kind: update.kind ?? 'other' }),
+        })
+        return
+      }
+      case 'tool_call_update': {
+        await this.coalescer.flush()
+        const existing = await findToolCallMessage(outlet.store, this.#sessionId, update.toolCallId)
+        if (!existing) return
+        outlet.fence.guard('tool call update')
+        const message = await updateMessage(outlet.store, existing.id, {
+          ...(update.status && { status: TOOL_STATUS[update.status] ?? existing.status }),
+          ...(update.title && { content: update.title }),
+        })
+        outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId: message.id, version: message.version })
+        return
+      }
+      case 'config_option_update': {
+        const model = update.configOptions.find((o) => o.category === 'model' && o.type === 'select')
+        if (!model || model.type !== 'select') return
+        const options = (model.options as { value?: string; name: string }[]).filter((o) => typeof o.value === 'string')
+        outlet.fence.guard('models')
+        await updateSession(outlet.store, this.#sessionId, {
+          currentModelId: model.currentValue,
+          availableModels: options.map((o) => ({ id: o.value!, name: o.name })),
+        })
+        outlet.fence.publish({ type: 'SessionModelsUpdated', sessionId: this.#sessionId })
+        return
+      }
+      default:
+        return
+    }
+  }
+
+  async permission(input: PermissionInput): Promise<void> {
+    await this.coalescer.flush()
+    const options = input.request.options.map((o) => ({ id: o.optionId, name: o.name, kind: o.kind }))
+    const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', input.request.toolCall.title ?? 'Permission', { options })
+    this.#responders.set(pendingId, {
+      kind: 'PERMISSION_REQUEST',
+      respond: (optionId) => input.respond({ outcome: optionId ? { outcome: 'selected', optionId } : { outcome: 'cancelled' } }),
+    })
+  }
+
+  async clarify(input: ClarifyInput): Promise<void> {
+    await this.coalescer.flush()
+    const pendingId = await this.#pendingRequest('CLARIFICATION', input.request.question, {})
+    this.#responders.set(pendingId, {
+      kind: 'CLARIFICATION',
+      respond: (answer) => input.respond((answer === null ? { outcome: 'cancelled' } : { outcome: 'answered', answer }) satisfies ClarifyResult),
+    })
+  }
+
+  async subagent(input: SubagentInput): Promise<void> {
+    const { outlet } = this
+    if (input.notification.state === 'started') this.#subagents.add(input.notification.subagentId)
+    else this.#subagents.delete(input.notification.subagentId)
+    const count = this.#subagents.size
+    await outlet.fence.write('session.subagents', () => updateSession(outlet.store, this.#sessionId, { activeSubagentCount: count }))
+  }
+
+  /** Stores an agent message of the current turn and announces it. */
+  async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
+    const { outlet } = this
+    outlet.fence.guard('message')
+    const message = await addMessage(outlet.store, {
+      id: randomUUID(),
+      sessionId: this.#sessionId,
+      turnId: outlet.currentTurn(),
+      author: 'AGENT',
+      ...fields,
+    })
+    outlet.fence.publish({ type: 'MessageAdded', sessionId: this.#sessionId, messageId: message.id })
+    return message
+  }
+
+  async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
+    const pendingId = randomUUID()
+    await this.#agentMessage({ kind, content, status: 'PENDING', pendingId, metadata: JSON.stringify(metadata) })
+    return pendingId
+  }
+
+  async #createStreamMessage(kind: StreamKind, text: string): Promise<string> {
+    return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' })).id
+  }
+
+  /** Only the window's text crosses the store and the pub/sub: subscribers that follow appends never reread the content. */
+  async #appendStreamMessage(messageId: string, append: StreamAppend): Promise<void> {
+    const { outlet } = this
+    outlet.fence.guard('stream append')
+    const result = await appendMessageContent(outlet.store, messageId, append.text)
+    if (!result) return // deleted with its session meanwhile: nobody to tell
+    outlet.metrics.published()
+    outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId, version: result.version, append })
+  }
+}
