@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { startTestServer, type TestServer } from '../support/server.ts'
+import type { RedisServer } from '../support/redis-server.ts'
+import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
+import type { TestServer } from '../support/server.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import {
   AddMessageDocument,
@@ -16,6 +16,7 @@ import {
 } from '../generated/graphql.ts'
 
 describe('two instances on one PostgreSQL and one Redis', () => {
+  let twins: TwinServers | undefined
   let redis: RedisServer
   let a: TestServer
   let b: TestServer
@@ -23,17 +24,11 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   let workspaceId: string
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
-    b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    ;({ redis, a, b } = twins = await startTwinServers())
     token = (await ok(a.graphqlUrl, a.adminToken, CreateUserDocument, { name: 'u' })).createUser.token
     workspaceId = (await ok(a.graphqlUrl, token, CreateWorkspaceDocument, { name: 'shared' })).createWorkspace.id
   })
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redis?.stop()
-  })
+  afterAll(() => twins?.close())
 
   async function subscribedOnB(workspace = workspaceId) {
     const client = await wsClient(b.wsUrl, token)
