@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RedisServer } from '../support/redis-server.ts'
 import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
 import type { TestServer } from '../support/server.ts'
+import { eventually } from '../support/wait.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import {
   AddMessageDocument,
@@ -35,7 +36,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const feed = wsSubscribe(client, WorkspaceEventsDocument, { workspaceId: workspace })
     await wsExecute(client, ViewerDocument)
     // Redis SUBSCRIBE is asynchronous: wait until Redis counts instance B on the channel.
-    while ((await redis.subscribers(`tss:workspace:${workspace}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:workspace:${workspace}`)) >= 1, 10_000)
     return { client, feed }
   }
 
@@ -57,7 +58,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const client = await wsClient(b.wsUrl, token)
     const events = wsSubscribe(client, SessionEventsDocument, { sessionId })
     await events.waitFor(1)
-    while ((await redis.subscribers(`tss:session:${sessionId}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:session:${sessionId}`)) >= 1, 10_000)
     await ok(a.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: 'from A' } })
     for (let n = 2; ; n++) {
       const all = await events.waitFor(n)
@@ -80,7 +81,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const events = await feed.waitFor(1)
     expect(events[0]?.data?.workspaceEvents).toMatchObject({ __typename: 'WorkspaceResync', workspaceId: quiet })
     // And the feed works again afterwards.
-    while ((await redis.subscribers(`tss:workspace:${quiet}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:workspace:${quiet}`)) >= 1, 10_000)
     const task = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId: quiet, title: 'after' } })).createTask
     for (let n = 2; ; n++) {
       const all = await feed.waitFor(n)
