@@ -2,9 +2,10 @@
 import path from 'node:path'
 import { defineConfig } from 'prisma/config'
 import { PrismaPg } from '@prisma/adapter-pg'
-import { resolveCliUrl, unrefLongTimers } from './prisma/config/cli-support.ts'
+import { resolveCliUrl, syncModels, unrefLongTimers } from './prisma/config/cli-support.ts'
 import { catalogSafePoolConfig } from './prisma/config/pg-catalog-safe.ts'
 
+syncModels('postgres')
 const poolConfig = catalogSafePoolConfig(resolveCliUrl('postgres'))
 const base = new PrismaPg(poolConfig)
 unrefLongTimers()

@@ -3,8 +3,9 @@
 import path from 'node:path'
 import { defineConfig } from 'prisma/config'
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3'
-import { resolveCliUrl, unrefLongTimers } from './prisma/config/cli-support.ts'
+import { resolveCliUrl, syncModels, unrefLongTimers } from './prisma/config/cli-support.ts'
 
+syncModels('sqlite')
 const url = resolveCliUrl('sqlite')
 const base = new PrismaBetterSQLite3({ url })
 unrefLongTimers()

@@ -1,4 +1,7 @@
 // Helpers shared by the two Prisma CLI configs.
+import { readFileSync, renameSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 
 export type Provider = 'sqlite' | 'postgres'
 
@@ -29,4 +32,33 @@ export function unrefLongTimers(): void {
     if ((ms ?? 0) >= 10_000) timer.unref()
     return timer
   }) as typeof setTimeout
+}
+
+/** The project folder: this file lives in prisma/config. */
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+/** The copy a provider's folder holds: the one model definition under a do-not-edit line. */
+export function modelsCopy(models: string): string {
+  return `// Generated from prisma/models.prisma by prisma.*.config.ts on every Prisma command: edit that file, not this one.\n${models}`
+}
+
+/**
+ * Writes prisma/<provider>/models.prisma from prisma/models.prisma, the one model definition.
+ * Each config calls it, so every Prisma CLI command (generate, migrate, validate, …) reads the
+ * current models; the copies are not committed (.gitignore). Written only when they differ, and
+ * through a rename, so CLI runs in parallel (tests deploying migrations) never read a half-written file.
+ */
+export function syncModels(provider: Provider, root = projectRoot): void {
+  const source = modelsCopy(readFileSync(path.join(root, 'prisma', 'models.prisma'), 'utf8'))
+  const target = path.join(root, 'prisma', provider, 'models.prisma')
+  let current: string | undefined
+  try {
+    current = readFileSync(target, 'utf8')
+  } catch {
+    current = undefined // a fresh clone: not there yet
+  }
+  if (current === source) return
+  const temporary = `${target}.${process.pid}.tmp`
+  writeFileSync(temporary, source)
+  renameSync(temporary, target)
 }

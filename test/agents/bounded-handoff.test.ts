@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { BoundedHandoff } from '../../src/agents/bounded-handoff.ts'
 
@@ -62,7 +63,11 @@ describe('backpressure from the handoff to a real agent process', () => {
     const turn = agent.prompt(JSON.stringify({ script: [{ stream: { kind: 'message', count: 30000 } }] }))
     // Nobody consumes: the queue fills to its capacity (plus at most the lines of one read).
     await eventually(() => agent.handoff.size >= HANDOFF_CAPACITY)
-    await new Promise((r) => setTimeout(r, 300)) // give an unthrottled reader time to run away
+    // No time given to run away: wait until reading has stopped for good, i.e. the agent's stdout
+    // buffers a full highWaterMark nobody takes (the pipe behind it fills, the agent's writes block).
+    // An unthrottled reader keeps that buffer empty, and this wait fails at its deadline.
+    const stdout = (agent as unknown as { child: ChildProcess }).child.stdout!
+    await eventually(() => stdout.readableLength >= stdout.readableHighWaterMark, 20_000)
     const readWhileFull = agent.handoff.size
     expect(readWhileFull).toBeLessThan(HANDOFF_CAPACITY + 1000)
 

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startTestServer, type TestServer } from '../support/server.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
+import type { TestServer } from '../support/server.ts'
+import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
 import { http, ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import {
@@ -16,24 +15,18 @@ import {
 } from '../generated/graphql.ts'
 
 describe('addMessage across two server instances on one PostgreSQL and one Redis', () => {
-  let redis: RedisServer
+  let twins: TwinServers | undefined
   let a: TestServer
   let b: TestServer
   let token: string
   let workspaceId: string
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
-    b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    ;({ a, b } = twins = await startTwinServers())
     token = (await ok(a.graphqlUrl, a.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
     workspaceId = (await ok(a.graphqlUrl, token, CreateWorkspaceDocument, { name: 'pg' })).createWorkspace.id
   })
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redis?.stop()
-  })
+  afterAll(() => twins?.close())
 
   it('100 concurrent requests with one id, split over both instances, store one message and start one turn', async () => {
     const taskId = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 'dup' } })).createTask.id

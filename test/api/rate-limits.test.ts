@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
+import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
 import { ok, wsClient, wsExecute, wsSubscribe, type GraphQLErrorShape } from '../support/client.ts'
 import { createUserWithToken } from '../../src/store/users.ts'
 import { CreateTaskDocument, CreateWorkspaceDocument, ViewerDocument, WorkspaceEventsDocument } from '../generated/graphql.ts'
@@ -133,20 +132,14 @@ describe('per-caller rate limits (in memory)', () => {
 })
 
 describe('rate limits shared through Redis by two instances', () => {
-  let redis: RedisServer
+  let twins: TwinServers | undefined
   let a: TestServer
   let b: TestServer
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    a = await startTestServer('postgres', { databaseUrl, env: { ...limitedEnv, REDIS_URL: redis.url } })
-    b = await startTestServer('postgres', { databaseUrl, env: { ...limitedEnv, REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    ;({ a, b } = twins = await startTwinServers(limitedEnv))
   })
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redis?.stop()
-  })
+  afterAll(() => twins?.close())
 
   it('spends one budget whichever instance a mutation reaches', async () => {
     const { token } = await createUserWithToken(a.store.db, 'shared')

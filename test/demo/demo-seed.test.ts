@@ -2,10 +2,12 @@ import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDemoActivity } from '../../src/demo/activity.ts'
+import { bundleMockAgent, type BundledMock } from '../../src/demo/fast-mock.ts'
 import { graphql } from '../../src/demo/graphql.ts'
 import { seedDemoWorkspace } from '../../src/demo/seed.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { eventually } from '../support/wait.ts'
+import { seeded } from './seeded-random.ts'
 
 interface Row {
   id: string
@@ -35,17 +37,6 @@ const TASKS = /* GraphQL */ `
   }
 `
 
-/** A small seeded PRNG (mulberry32): the activity's choices are the same on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = Math.imul(a ^ (a >>> 15), 1 | a)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /** Mock agents this process (the in-process test server) has as children. */
 function agentProcesses(): number {
   try {
@@ -57,24 +48,32 @@ function agentProcesses(): number {
 
 describe('demo seed and activity', () => {
   let server: TestServer
+  let mock: BundledMock | undefined
   beforeAll(async () => {
-    server = await startTestServer('sqlite')
-  })
+    // As `npm run demo` runs them: the mock agent bundled into one file (fast-mock.ts), started by plain Node.
+    mock = await bundleMockAgent()
+    if (!mock) throw new Error('the mock agent could not be bundled')
+    server = await startTestServer('sqlite', { env: { AGENT_PROFILES: JSON.stringify({ mock: mock.profile }) } })
+  }, 60_000)
   afterAll(async () => {
     await server?.close()
+    await mock?.remove()
   })
 
-  it('seeds 27 tasks whose rows show every state while the activity runs, and leaves nothing behind', { timeout: 180_000 }, async () => {
+  // The activity's first move only (its looks are an hour apart): one script per session in the
+  // shares of the mix, run by the real mock agents. Whatever the agents do when, the rows settle on
+  // exactly those shares; the looks themselves are covered under fake timers in demo-activity.test.ts.
+  it('seeds 27 tasks, the first scripts put exactly the shares of each state on the rows, and cleanup leaves nothing behind', { timeout: 240_000 }, async () => {
     const started = performance.now()
     const seed = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken, tasks: 27 })
     const seedMs = performance.now() - started
     const logs: string[] = []
-    const activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seed.token, tasks: seed.tasks, random: seeded(13), intervalMs: 300, log: (m) => logs.push(m) })
+    const activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seed.token, tasks: seed.tasks, random: seeded(13), intervalMs: 3_600_000, log: (m) => logs.push(m) })
     try {
       expect(seed.tasks).toHaveLength(27)
+      // Every seventh task, from the fourth, is left without a session (an idle row).
+      expect(seed.tasks.map((t) => t.sessionId === null)).toEqual(Array.from({ length: 27 }, (_, i) => i % 7 === 3))
       const withSession = seed.tasks.filter((t) => t.sessionId)
-      expect(withSession.length).toBeGreaterThanOrEqual(20)
-      expect(withSession.length).toBeLessThan(27)
       expect(new Set(seed.tasks.map((t) => t.repoPath)).size).toBe(27)
       for (const task of seed.tasks) expect(existsSync(`${task.repoPath}/.git`)).toBe(true)
 
@@ -84,26 +83,31 @@ describe('demo seed and activity', () => {
       expect(rows).toHaveLength(27)
       expect(new Set(rows.map((r) => r.title)).size).toBe(27)
       for (const row of rows) expect(row.repositories).toEqual([{ localPath: seed.tasks.find((t) => t.id === row.id)!.repoPath, baseBranch: 'main' }])
+      const sessionOf = new Map(seed.tasks.map((t) => [t.id, t.sessionId]))
+      for (const row of rows) expect(Boolean(row.statusSummary?.primarySession), row.title).toBe(sessionOf.get(row.id) !== null)
 
-      // Polled over the API until one look shows them all at once.
-      const mix = await eventually(async () => {
+      // Polled over the API from the first script on, until every session got its script and the
+      // stable states (requests wait, errors stay: nothing answers them before the first look) show
+      // exactly the activity's shares for 23 sessions: round(23 × 0.17) permissions, round(23 × 0.12)
+      // clarifications and errors; some rows generate on the way.
+      let generatingSeen = 0
+      const settled = await eventually(async () => {
         const summaries = (await read()).map((r) => r.statusSummary)
         const seen = {
           permission: summaries.filter((s) => s?.pendingAction === 'PERMISSION').length,
           clarification: summaries.filter((s) => s?.pendingAction === 'CLARIFICATION').length,
           error: summaries.filter((s) => s?.activeError).length,
-          generating: summaries.filter((s) => s?.foregroundActivity === 'GENERATING').length,
           git: summaries.filter((s) => (s?.git?.changedFiles ?? 0) > 0).length,
-          idle: summaries.filter((s) => !s?.foregroundActivity && !s?.pendingAction).length,
         }
-        return Object.values(seen).every((n) => n > 0) && seen
-      }, 60_000)
-      expect(mix.permission).toBeGreaterThanOrEqual(1)
-      expect(mix.error).toBeGreaterThanOrEqual(1)
-      expect(mix.git).toBeGreaterThanOrEqual(1)
-
-      // The activity goes on by itself: it answers requests and sends new scripts.
-      await eventually(() => activity.stats.scriptsSent > withSession.length && activity.stats.permissionsAnswered + activity.stats.clarificationsAnswered > 0, 60_000)
+        generatingSeen = Math.max(generatingSeen, summaries.filter((s) => s?.foregroundActivity === 'GENERATING').length)
+        return activity.stats.scriptsSent === withSession.length && seen.permission >= 4 && seen.clarification >= 3 && seen.error >= 3 && generatingSeen > 0 && seen
+      }, 120_000)
+      expect(settled.permission).toBe(4)
+      expect(settled.clarification).toBe(3)
+      expect(settled.error).toBe(3)
+      expect(settled.git).toBeGreaterThan(0)
+      expect(generatingSeen).toBeGreaterThan(0)
+      expect(activity.stats).toMatchObject({ ticks: 0, scriptsSent: withSession.length, permissionsAnswered: 0, clarificationsAnswered: 0, failures: 0 })
     } finally {
       await activity.stop()
       await seed.cleanup()

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Client } from 'graphql-ws'
 import { startTestServer, type TestServer } from '../support/server.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { migratedDatabase } from '../support/databases.ts'
+import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
 import { ok, wsClient, wsSubscribe } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
@@ -202,22 +201,14 @@ describe('resumable workspace feed', () => {
     async () => void (await sqlite?.close()),
   )
 
-  let redis: RedisServer
-  let a: TestServer
-  let b: TestServer
+  let twins: TwinServers | undefined
   resumeScenario(
     'across two instances (PostgreSQL + Redis), resumed on the other one',
     async () => {
-      redis = await startRedisServer()
-      const databaseUrl = await migratedDatabase('postgres')
-      a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
-      b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+      const { a, b } = (twins = await startTwinServers())
       return { first: a, second: b, servers: [a, b] }
     },
-    async () => {
-      await Promise.all([a?.close(), b?.close()])
-      await redis?.stop()
-    },
+    async () => void (await twins?.close()),
   )
 })
 
@@ -303,22 +294,16 @@ describe('cursors that cannot be resumed (SQLite)', () => {
 })
 
 describe('holes in the live feed are filled from the database', () => {
-  let redis: RedisServer
+  let twins: TwinServers | undefined
   let a: TestServer
   let b: TestServer
   let token: string
   let workspaceId: string
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
-    b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    ;({ a, b } = twins = await startTwinServers())
     ;({ token, workspaceId } = await userWithWorkspace(a, 'gaps'))
   }, 60_000)
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redis?.stop()
-  })
+  afterAll(() => twins?.close())
 
   /** Drops every workspace-feed publish of `taskId` on `server` (a lost Redis message) until undone. */
   function losePublishesOf(server: TestServer, taskId: string) {

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { migratedDatabase } from '../support/databases.ts'
-import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
-import { startTestServer, type TestServer } from '../support/server.ts'
+import type { RedisServer } from '../support/redis-server.ts'
+import { startTwinServers, type TwinServers } from '../support/twin-servers.ts'
+import type { TestServer } from '../support/server.ts'
+import { eventually } from '../support/wait.ts'
 import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import {
   AddMessageDocument,
@@ -16,6 +17,7 @@ import {
 } from '../generated/graphql.ts'
 
 describe('two instances on one PostgreSQL and one Redis', () => {
+  let twins: TwinServers | undefined
   let redis: RedisServer
   let a: TestServer
   let b: TestServer
@@ -23,24 +25,18 @@ describe('two instances on one PostgreSQL and one Redis', () => {
   let workspaceId: string
 
   beforeAll(async () => {
-    redis = await startRedisServer()
-    const databaseUrl = await migratedDatabase('postgres')
-    a = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url } })
-    b = await startTestServer('postgres', { databaseUrl, env: { REDIS_URL: redis.url, ADMIN_TOKEN: a.adminToken } })
+    ;({ redis, a, b } = twins = await startTwinServers())
     token = (await ok(a.graphqlUrl, a.adminToken, CreateUserDocument, { name: 'u' })).createUser.token
     workspaceId = (await ok(a.graphqlUrl, token, CreateWorkspaceDocument, { name: 'shared' })).createWorkspace.id
   })
-  afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()])
-    await redis?.stop()
-  })
+  afterAll(() => twins?.close())
 
   async function subscribedOnB(workspace = workspaceId) {
     const client = await wsClient(b.wsUrl, token)
     const feed = wsSubscribe(client, WorkspaceEventsDocument, { workspaceId: workspace })
     await wsExecute(client, ViewerDocument)
     // Redis SUBSCRIBE is asynchronous: wait until Redis counts instance B on the channel.
-    while ((await redis.subscribers(`tss:workspace:${workspace}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:workspace:${workspace}`)) >= 1, 10_000)
     return { client, feed }
   }
 
@@ -62,7 +58,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const client = await wsClient(b.wsUrl, token)
     const events = wsSubscribe(client, SessionEventsDocument, { sessionId })
     await events.waitFor(1)
-    while ((await redis.subscribers(`tss:session:${sessionId}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:session:${sessionId}`)) >= 1, 10_000)
     await ok(a.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: 'from A' } })
     for (let n = 2; ; n++) {
       const all = await events.waitFor(n)
@@ -85,7 +81,7 @@ describe('two instances on one PostgreSQL and one Redis', () => {
     const events = await feed.waitFor(1)
     expect(events[0]?.data?.workspaceEvents).toMatchObject({ __typename: 'WorkspaceResync', workspaceId: quiet })
     // And the feed works again afterwards.
-    while ((await redis.subscribers(`tss:workspace:${quiet}`)) < 1) await new Promise((r) => setTimeout(r, 10))
+    await eventually(async () => (await redis.subscribers(`tss:workspace:${quiet}`)) >= 1, 10_000)
     const task = (await ok(a.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId: quiet, title: 'after' } })).createTask
     for (let n = 2; ; n++) {
       const all = await feed.waitFor(n)
