@@ -3,25 +3,14 @@ import { RequestError, type SessionNotification } from '@agentclientprotocol/sdk
 import type { Logger } from '../observability/logger.ts'
 import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import { OwnershipLostError, type Store } from '../store/store.ts'
-import {
-  addMessage,
-  cancelPendingRequests,
-  clearSessionError,
-  findToolCallMessage,
-  markPromptDispatched,
-  openTurns,
-  setSessionError,
-  updateMessage,
-  updateSession,
-  type NewMessage,
-} from '../store/runtime.ts'
-import { closeTurn } from '../store/turns.ts'
+import { clearSessionError, setSessionError, updateSession } from '../store/sessions.ts'
+import { closeTurn, markPromptDispatched, openTurns } from '../store/turns.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
 import type { ClarifyResult, SessionErrorData } from './extensions.ts'
 import { SessionCoalescer, type StreamAppend, type StreamKind } from './coalescer.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
-import { appendMessageContent } from '../store/messages.ts'
+import { appendMessageContent, cancelPendingRequests, findToolCallMessage, insertMessage, type NewMessage, updateMessage } from '../store/messages.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import { retryWrite } from './retry-write.ts'
 import { chunkCount } from './chunk-merge.ts'
@@ -482,7 +471,7 @@ export class SessionRuntime {
   /** Stores an agent message of the current turn and announces it. */
   async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
     this.#guard('message')
-    const message = await addMessage(this.deps.store, {
+    const message = await insertMessage(this.deps.store, {
       id: randomUUID(),
       sessionId: this.sessionId,
       turnId: this.#turnId,

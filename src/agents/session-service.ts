@@ -7,24 +7,11 @@ import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import { ownedBy, type Store } from '../store/store.ts'
 import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
-import {
-  acceptUserPrompt,
-  clearInterruption,
-  clearLaunchError,
-  clearSessionError,
-  completeTurn,
-  createSession,
-  deleteSession,
-  findPendingRequest,
-  findUserMessage,
-  setLaunchError,
-  setSessionError,
-  startTurn,
-  updateMessage,
-  updateSession,
-} from '../store/runtime.ts'
+import { insertPrompt, findUserMessage } from '../store/prompts.ts'
+import { clearLaunchError, setLaunchError } from '../store/launch-errors.ts'
+import { findPendingRequest, updateMessage } from '../store/messages.ts'
 import type { RecoveryAction } from '../summary/types.ts'
-import { findSession, getSession } from '../store/sessions.ts'
+import { clearInterruption, clearSessionError, createSession, deleteSession, findSession, getSession, setSessionError, updateSession } from '../store/sessions.ts'
 import { getTaskWithRepositories } from '../store/tasks.ts'
 import { AgentLaunchError, AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
@@ -32,7 +19,7 @@ import type { Scheduler } from '../util/scheduler.ts'
 import { branchExists } from './launch-checks.ts'
 import { echoed } from '../errors.ts'
 import { SessionRuntime } from './session-runtime.ts'
-import { closeQueuedPrompts, queuedPrompts } from '../store/turns.ts'
+import { closeQueuedPrompts, completeTurn, queuedPrompts, startTurn } from '../store/turns.ts'
 
 /** A failure the client caused or can fix; `code` becomes extensions.code. */
 export class SessionOperationError extends Error {
@@ -266,7 +253,7 @@ export class SessionService {
     // The agent is relaunched before the prompt is stored, so the relaunch's lifecycle turn
     // starts before the user's turn and never becomes the session's current turn.
     let runtime = await this.#ensureRuntime(session.id)
-    const accepted = await acceptUserPrompt(store, { clientMessageId: input.clientMessageId, sessionId: session.id, content: input.content })
+    const accepted = await insertPrompt(store, { clientMessageId: input.clientMessageId, sessionId: session.id, content: input.content })
     if (!accepted) {
       // Lost the race to a concurrent request with the same id (here or on another instance).
       const winner = await findUserMessage(store, input.taskId, input.clientMessageId)
