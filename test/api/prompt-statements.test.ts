@@ -46,10 +46,11 @@ describe.each(PROVIDERS)('statements of one addMessage (%s)', (provider) => {
     await ok(url, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: randomUUID(), content: waiting } })
     await eventually(() => server.store.db.message.findFirst({ where: { sessionId, kind: 'PERMISSION_REQUEST', status: 'PENDING' } }))
     await server.projector.idle()
-    // The runtime's writes of the request (its row, its source event) may still be on their way.
+    // The runtime's writes of the request (its row, its source event) may still be on their way:
+    // a second without a statement (a loaded machine stalls between them for hundreds of ms).
     await eventually(async () => {
       const before = statements.length
-      await new Promise((resolve) => setTimeout(resolve, 300))
+      await new Promise((resolve) => setTimeout(resolve, 1000))
       return statements.length === before
     })
     // The projector re-derives the summary after the prompt's source events: not the request's statements.
