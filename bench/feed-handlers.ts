@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs'
 import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { createSession, updateSession } from '../src/store/runtime.ts'
+import { createSession, updateSession } from '../src/store/sessions.ts'
 import type { Handlers } from './server-process.ts'
 import { wallClock } from './clock.ts'
 import { adminWorkspace } from './seed.ts'

@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config/config.ts'
 import { startServer } from '../src/app/start-server.ts'
 import { GitMonitor } from '../src/git/monitor.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { createSession } from '../src/store/runtime.ts'
+import { createSession } from '../src/store/sessions.ts'
 import { gitRepo } from '../test/support/git-repo.ts'
 import { adminWorkspace } from './seed.ts'
 

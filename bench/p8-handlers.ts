@@ -3,7 +3,9 @@
 // expected state read from the database.
 import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
-import { addMessage, createSession, startTurn } from '../src/store/runtime.ts'
+import { insertMessage } from '../src/store/messages.ts'
+import { createSession } from '../src/store/sessions.ts'
+import { startTurn } from '../src/store/turns.ts'
 import { adminWorkspace } from './seed.ts'
 
 export const handlers = {
@@ -20,7 +22,7 @@ export const handlers = {
     for (const [i, taskId] of args.taskIds.entries()) {
       const session = await createSession(server.store, { taskId, agentProfile: 'mock', state: 'RUNNING' })
       const turn = await startTurn(server.store, { sessionId: session.id })
-      await addMessage(server.store, { id: `${args.prefix}-${i}`, sessionId: session.id, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'go on' })
+      await insertMessage(server.store, { id: `${args.prefix}-${i}`, sessionId: session.id, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'go on' })
     }
     await server.projector.idle()
   },

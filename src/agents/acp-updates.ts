@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { SessionNotification } from '@agentclientprotocol/sdk'
 import type { Logger } from '../observability/logger.ts'
 import { OwnershipLostError, type Store } from '../store/store.ts'
-import { addMessage, clearSessionError, findToolCallMessage, updateMessage, updateSession, type NewMessage } from '../store/runtime.ts'
-import { appendMessageContent } from '../store/messages.ts'
+import { clearSessionError, updateSession } from '../store/sessions.ts'
+import { appendMessageContent, findToolCallMessage, insertMessage, updateMessage, type NewMessage } from '../store/messages.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { AgentInput } from './agent-process.ts'
@@ -191,7 +191,7 @@ export class AcpUpdates {
   async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
     const { outlet } = this
     outlet.fence.guard('message')
-    const message = await addMessage(outlet.store, {
+    const message = await insertMessage(outlet.store, {
       id: randomUUID(),
       sessionId: this.#sessionId,
       turnId: outlet.currentTurn(),

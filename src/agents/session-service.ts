@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import type { AgentProfile } from '../config/config.ts'
 import type { Logger } from '../observability/logger.ts'
@@ -8,45 +5,19 @@ import type { PubSub } from '../pubsub/pubsub.ts'
 import { ownedBy, type Store } from '../store/store.ts'
 import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
 import { OncePerKey } from '../util/once-per-key.ts'
-import {
-  acceptUserPrompt,
-  clearInterruption,
-  clearLaunchError,
-  clearSessionError,
-  completeTurn,
-  createSession,
-  deleteSession,
-  findPendingRequest,
-  findUserMessage,
-  setLaunchError,
-  setSessionError,
-  startTurn,
-  updateMessage,
-  updateSession,
-} from '../store/runtime.ts'
-import type { RecoveryAction } from '../summary/types.ts'
-import { findSession, getSession } from '../store/sessions.ts'
-import { getTaskWithRepositories } from '../store/tasks.ts'
-import { AgentLaunchError, AgentProcess } from './agent-process.ts'
+import { findUserMessage, insertPrompt, promptSession } from '../store/prompts.ts'
+import { clearInterruption, clearSessionError, createSession, deleteSession, findSession, getSession, updateSession } from '../store/sessions.ts'
+import { clearLaunchError } from '../store/launch-errors.ts'
+import { findPendingRequest, updateMessage } from '../store/messages.ts'
+import type { AgentProcess } from './agent-process.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
 import type { Scheduler } from '../util/scheduler.ts'
-import { branchExists } from './launch-checks.ts'
-import { echoed } from '../errors.ts'
 import { SessionRuntime } from './session-runtime.ts'
 import { closeQueuedPrompts, queuedPrompts } from '../store/turns.ts'
+import { launchNewAgent, relaunchAgent } from './session-launch.ts'
+import { notASessionOfTask, replayOf, SessionOperationError, type PromptInput } from './session-operation-error.ts'
 
-/** A failure the client caused or can fix; `code` becomes extensions.code. */
-export class SessionOperationError extends Error {
-  constructor(
-    readonly code: 'BAD_USER_INPUT' | 'CONFLICT' | 'NOT_FOUND' | 'UNAVAILABLE',
-    message: string,
-    readonly details: Record<string, unknown> = {},
-  ) {
-    super(message)
-  }
-}
-
-/** Runtimes a prompt may be handed to before addMessage gives up (each one ended under it). */
+/** Runtimes a prompt may be handed to before acceptPrompt gives up (each one ended under it). */
 const MAX_DISPATCH_ATTEMPTS = 3
 
 const RESUMABLE = new Set(['CANCELLED', 'FAILED', 'COMPLETED', 'WAITING_FOR_INPUT', 'IDLE', 'CREATED'])
@@ -100,29 +71,7 @@ export class SessionService {
   /** Launches an agent for the task. Failures before a session exists become the task's launch error. */
   async startSession(input: { taskId: string; agentProfile: string; prompt?: string | null; clientMessageId?: string | null }) {
     const { store } = this.deps
-    const task = await getTaskWithRepositories(store, input.taskId)
-    const profile = this.deps.profiles.get(input.agentProfile)
-    if (!profile)
-      return this.#launchFailed(task.id, null, 'unknown_agent_profile', `Unknown agent profile ${echoed(input.agentProfile)}.`, ['RETRY_DEFAULT'])
-    for (const repository of task.repositories)
-      if (repository.localPath && repository.baseBranch && !(await branchExists(repository.localPath, repository.baseBranch)))
-        return this.#launchFailed(
-          task.id,
-          repository.id,
-          'missing_base_branch',
-          `Base branch ${echoed(repository.baseBranch)} does not exist in ${echoed(repository.name)}.`,
-          ['PICK_BASE_BRANCH', 'RETRY_DEFAULT'],
-        )
-    const cwd = task.repositories.find((r) => r.localPath)?.localPath ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
-    let agent: AgentProcess
-    const sessionId = randomUUID()
-    try {
-      agent = await AgentProcess.launch({ profile, cwd, logger: this.deps.logger, sessionId, watchdog: this.deps.watchdog })
-    } catch (error) {
-      if (error instanceof AgentLaunchError)
-        return this.#launchFailed(task.id, null, error.code, error.message, ['RETRY_DEFAULT'])
-      throw error
-    }
+    const { task, agent, sessionId, cwd } = await launchNewAgent(this.deps, input)
     const session = await createSession(store, {
       id: sessionId,
       taskId: task.id,
@@ -137,17 +86,11 @@ export class SessionService {
     let ready = await updateSession(store, session.id, { state: 'WAITING_FOR_INPUT' })
     this.#publishState(session.id, 'WAITING_FOR_INPUT')
     if (input.prompt) {
-      await this.addMessage({ taskId: task.id, sessionId: session.id, clientMessageId: input.clientMessageId ?? randomUUID(), content: input.prompt })
+      // The session was created just now, for this task: the prompt's preconditions hold.
+      await this.acceptPrompt({ taskId: task.id, sessionId: session.id, clientMessageId: input.clientMessageId ?? randomUUID(), content: input.prompt })
       ready = await getSession(store, session.id)
     }
     return ready
-  }
-
-  async #launchFailed(taskId: string, taskRepositoryId: string | null, category: string, message: string, actions: RecoveryAction[]): Promise<never> {
-    const stamp = randomUUID()
-    await setLaunchError(this.deps.store, taskId, { stamp, message, category, recoveryActions: actions, taskRepositoryId })
-    this.deps.logger.info({ taskId, category, action: 'session.launch' }, 'launch failed before a session existed')
-    throw new SessionOperationError('BAD_USER_INPUT', message, { launchError: { category, stamp, recoveryActions: actions } })
   }
 
   #attach(sessionId: string, agent: AgentProcess): SessionRuntime {
@@ -173,41 +116,12 @@ export class SessionService {
   }
 
   async #relaunch(sessionId: string): Promise<SessionRuntime> {
-    const { store } = this.deps
-    const session = await getSession(store, sessionId)
-    const profile = this.deps.profiles.get(session.agentProfile)
-    if (!profile) throw new SessionOperationError('CONFLICT', `Agent profile ${echoed(session.agentProfile)} is not configured.`)
-    // A fresh agent carries no subagents or background work of the one before it.
-    await updateSession(store, sessionId, { state: 'STARTING', activeSubagentCount: 0, backgroundWork: false })
-    this.#publishState(sessionId, 'STARTING')
-    const cwd = session.workingDirectory ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
-    const boot = await startTurn(store, { sessionId, lifecycleOnly: true })
-    let agent: AgentProcess
-    try {
-      agent = await AgentProcess.launch({
-        profile,
-        cwd,
-        logger: this.deps.logger,
-        resumeAcpSessionId: session.acpSessionId,
-        sessionId,
-        watchdog: this.deps.watchdog,
-      })
-    } catch (error) {
-      await completeTurn(store, boot.id, 'agent_boot_failed')
-      await setSessionError(store, sessionId, { code: 'agent_start_failed', message: (error as Error).message, stamp: randomUUID(), occurredAt: store.now() })
-      await updateSession(store, sessionId, { state: 'FAILED' })
-      this.#publishState(sessionId, 'FAILED')
-      throw new SessionOperationError('CONFLICT', `The agent could not be started: ${(error as Error).message}`)
-    }
-    await completeTurn(store, boot.id, 'agent_boot')
-    await updateSession(store, sessionId, { acpSessionId: agent.acpSessionId, state: 'WAITING_FOR_INPUT' })
-    await clearLaunchError(store, session.taskId)
-    this.#publishState(sessionId, 'WAITING_FOR_INPUT')
+    const agent = await relaunchAgent(this.deps, sessionId, (state) => this.#publishState(sessionId, state))
     // The queue lives in the runtime's memory: prompts an earlier agent of the session (on this
     // process or a dead one) left queued in the store come first, in the order they were accepted.
     // Read before the runtime is attached and queued in the same step: a request reaches the
     // runtime only once it is attached, so a prompt accepted through it comes after these.
-    const stored = await queuedPrompts(store, sessionId)
+    const stored = await queuedPrompts(this.deps.store, sessionId)
     const runtime = this.#attach(sessionId, agent)
     runtime.restorePrompts(stored)
     return runtime
@@ -247,28 +161,30 @@ export class SessionService {
   }
 
   /**
-   * Idempotent by client message id, scoped to the task's workspace: the first accepted request
-   * owns the id; a retry in the same task returns the stored message (replayed) and skips state
-   * transitions, turn start, creation and dispatch; the id in another task of the workspace is a
-   * CONFLICT. An id used only in other workspaces is unused here, so it reveals nothing.
+   * Accepts a user prompt on the session's owner and hands it to the session's agent (relaunched
+   * when none runs). Its preconditions (the client id not used before, the session one of the
+   * task) were checked by the caller, SessionCommands.sendPrompt, before routing it here.
+   * Idempotent by client message id, scoped to the task's workspace: of concurrent requests with
+   * one id only the first is stored and dispatched; the others replay it (CONFLICT in another task).
    */
-  async addMessage(input: { taskId: string; sessionId: string; clientMessageId: string; content: string }) {
+  async acceptPrompt(input: PromptInput) {
     const { store } = this.deps
-    const existing = await findUserMessage(store, input.taskId, input.clientMessageId)
-    if (existing) return this.#replay(existing, input)
-    const session = await findSession(store, input.sessionId)
-    if (!session || session.taskId !== input.taskId) throw new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
+    // Read once, before a relaunch: only recovery sets a session's interruption, and it runs
+    // before the session is this instance's (startup, takeover), never while it is.
+    const session = await promptSession(store, input.sessionId)
+    if (!session) throw notASessionOfTask(input) // deleted since it was checked
     if (session.state === 'STARTING' && !this.#runtimes.has(session.id) && !this.#launching.has(session.id))
       throw new SessionOperationError('CONFLICT', 'The session is starting on another server instance.')
     // The agent is relaunched before the prompt is stored, so the relaunch's lifecycle turn
     // starts before the user's turn and never becomes the session's current turn.
     let runtime = await this.#ensureRuntime(session.id)
-    const accepted = await acceptUserPrompt(store, { clientMessageId: input.clientMessageId, sessionId: session.id, content: input.content })
+    const accepted = await insertPrompt(store, { clientMessageId: input.clientMessageId, session, content: input.content })
     if (!accepted) {
-      // Lost the race to a concurrent request with the same id (here or on another instance).
+      // The id is stored already: a concurrent request with the same id (here or on another
+      // instance) won the race, or it was used before (startSession's prompt is not checked).
       const winner = await findUserMessage(store, input.taskId, input.clientMessageId)
       if (!winner) throw new SessionOperationError('CONFLICT', 'The message id is being used by another request.')
-      return this.#replay(winner, input)
+      return replayOf(winner, input)
     }
     this.deps.pubsub
       .publish('session', session.id, { type: 'MessageAdded', sessionId: session.id, messageId: accepted.message.id })
@@ -280,12 +196,6 @@ export class SessionService {
       runtime = await this.#ensureRuntime(session.id)
     }
     return { message: accepted.message, replayed: false }
-  }
-
-  #replay(message: { taskId: string }, input: { taskId: string; clientMessageId: string }) {
-    if (message.taskId !== input.taskId)
-      throw new SessionOperationError('CONFLICT', `clientMessageId ${input.clientMessageId} is already used in another task.`)
-    return { message: message as NonNullable<Awaited<ReturnType<typeof findUserMessage>>>, replayed: true }
   }
 
   async respond(sessionId: string, pendingId: string, kind: 'PERMISSION_REQUEST' | 'CLARIFICATION', answer: { optionId?: string; text?: string }) {

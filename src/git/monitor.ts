@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
-import { recordGitObservation } from '../store/runtime.ts'
+import { recordGitObservation } from '../store/git-observations.ts'
 import { getSession, gitOfSessions } from '../store/sessions.ts'
 import { repositoriesOfTasks } from '../store/tasks.ts'
 import { observeRepository, type RepositoryObservation } from './observe.ts'

@@ -1,7 +1,9 @@
-import { OPENS_AGENT, SessionOperationError, type SessionService } from '../agents/session-service.ts'
+import { OPENS_AGENT, type SessionService } from '../agents/session-service.ts'
+import { notASessionOfTask, replayOf, SessionOperationError, type PromptInput } from '../agents/session-operation-error.ts'
 import type { GitMonitor } from '../git/monitor.ts'
 import type { Logger } from '../observability/logger.ts'
-import { findMessage, findUserMessage } from '../store/runtime.ts'
+import { findMessage } from '../store/messages.ts'
+import { findUserMessage } from '../store/prompts.ts'
 import { findSession, getSession, gitOfSessions, unfinishedSessionsOfTask } from '../store/sessions.ts'
 import type { Store } from '../store/store.ts'
 import { claimSession, instanceIsLive, LIVE_SESSION_STATES, ownerOf, type ClaimedSession, type SessionOwner } from '../store/instances.ts'
@@ -61,13 +63,17 @@ export class SessionCommands {
     return this.deps.service.startSession(input)
   }
 
-  async addMessage(input: { taskId: string; sessionId: string; clientMessageId: string; content: string }) {
-    // A retry of a stored id is answered here, whoever owns the session: nothing is dispatched.
-    if (await findUserMessage(this.deps.store, input.taskId, input.clientMessageId)) return this.deps.service.addMessage(input)
-    // Checked before routing: a session of another task is never claimed, recovered or asked about.
+  /**
+   * A user prompt, its preconditions checked here, once, before it is routed (the owner accepts
+   * it without checking them again): a retry of a stored client id is answered here, whoever owns
+   * the session, and nothing is dispatched; a session of another task is never claimed,
+   * recovered or asked about.
+   */
+  async sendPrompt(input: PromptInput) {
+    const stored = await findUserMessage(this.deps.store, input.taskId, input.clientMessageId)
+    if (stored) return replayOf(stored, input)
     const session = await findSession(this.deps.store, input.sessionId)
-    if (!session || session.taskId !== input.taskId)
-      throw new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
+    if (!session || session.taskId !== input.taskId) throw notASessionOfTask(input)
     const result = await this.#run({ type: 'addMessage', input })
     return { message: await this.#message(result), replayed: result.replayed ?? false }
   }
@@ -264,7 +270,7 @@ export class SessionCommands {
     const { service, git } = this.deps
     switch (command.type) {
       case 'addMessage': {
-        const { message, replayed } = await service.addMessage(command.input)
+        const { message, replayed } = await service.acceptPrompt(command.input)
         return { messageId: message.id, replayed }
       }
       case 'respond':

@@ -1,4 +1,4 @@
-import { SessionOperationError } from '../agents/session-service.ts'
+import { SessionOperationError } from '../agents/session-operation-error.ts'
 import { clientError } from '../errors.ts'
 
 /** Session command failures are the client's to fix (or, UNAVAILABLE, to retry): they keep their code. */

@@ -4,8 +4,8 @@
  * decided in session-stream.ts).
  */
 import type { SessionEventPayload } from '../pubsub/pubsub.ts'
-import { findMessage, findTurn } from '../store/runtime.ts'
-import { findMessageWithoutContent } from '../store/messages.ts'
+import { findTurn } from '../store/turns.ts'
+import { findMessage, findMessageWithoutContent } from '../store/messages.ts'
 import { findSessions, gitOfSessions } from '../store/sessions.ts'
 import type { Store } from '../store/store.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../store/rows.ts'

@@ -1,7 +1,11 @@
-// Streaming writes of message content. A long agent stream appends at the database instead of
+// Messages: their rows (inserted, updated, deleted, looked up) and the streaming writes of their
+// content. A long agent stream appends at the database instead of
 // rewriting the row from the process: each window sends only its own text to the store, so no
 // write (and no Prisma query argument) ever carries, or reads back, the whole content.
 import { OwnershipLostError, type Store } from './store.ts'
+import { emit } from './events.ts'
+import { assertOwned, fenced, stillOwned } from './fencing.ts'
+import { touchActivity } from './tasks.ts'
 
 interface AppendedRow {
   version: number | bigint
@@ -61,4 +65,84 @@ export function findMessageWithoutContent({ db }: Store, id: string) {
 
 export async function messageContent({ db }: Store, id: string): Promise<string | undefined> {
   return (await db.message.findUnique({ where: { id }, select: { content: true } }))?.content
+}
+
+export interface NewMessage {
+  id: string
+  sessionId: string
+  turnId?: string | null
+  author: 'USER' | 'AGENT' | 'SYSTEM'
+  kind: 'MESSAGE' | 'REASONING' | 'TOOL_CALL' | 'PERMISSION_REQUEST' | 'CLARIFICATION' | 'ERROR' | 'STATUS'
+  content: string
+  status?: string | null
+  pendingId?: string | null
+  toolCallId?: string | null
+  metadata?: string | null
+  createdAt?: Date
+}
+
+/** Inserts one message row (an agent's, or a system one); a user's prompt is insertPrompt's (prompts.ts). */
+export async function insertMessage(store: Store, input: NewMessage) {
+  const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const at = input.createdAt ?? store.now()
+  const message = await store.db.$transaction(async (tx) => {
+    await assertOwned(tx, store, session.id)
+    const created = await tx.message.create({
+      data: { ...input, taskId: session.taskId, createdAt: at, updatedAt: at, version: 1 },
+    })
+    // A message makes its turn authoritative for good: deleting it later cannot move the boundary back.
+    if (input.turnId)
+      await tx.turn.updateMany({
+        where: { id: input.turnId, promptDispatchPending: true },
+        data: { promptDispatchPending: false },
+      })
+    return created
+  })
+  if (input.author === 'USER') await touchActivity(store, session.taskId, at)
+  await emit(store, 'message.added', session.taskId, session.id)
+  return message
+}
+
+export async function updateMessage(
+  store: Store,
+  messageId: string,
+  changes: { content?: string; status?: string | null; metadata?: string | null },
+) {
+  const message = await fenced(store, `message ${messageId}`, () =>
+    store.db.message.update({
+      where: { id: messageId, session: stillOwned(store) },
+      data: { ...changes, version: { increment: 1 }, updatedAt: store.now() },
+    }),
+  )
+  await emit(store, 'message.updated', message.taskId, message.sessionId)
+  return message
+}
+
+export async function deleteMessage(store: Store, messageId: string) {
+  const message = await store.db.message.delete({ where: { id: messageId } })
+  await emit(store, 'message.deleted', message.taskId, message.sessionId)
+  return message
+}
+
+export function findMessage({ db }: Store, id: string) {
+  return db.message.findUnique({ where: { id } })
+}
+
+export function findToolCallMessage({ db }: Store, sessionId: string, toolCallId: string) {
+  return db.message.findFirst({ where: { sessionId, toolCallId }, orderBy: { createdAt: 'desc' } })
+}
+
+export function findPendingRequest({ db }: Store, sessionId: string, pendingId: string) {
+  return db.message.findFirst({
+    where: { sessionId, pendingId, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
+  })
+}
+
+/** Requests nobody can answer any more (the agent stopped or died) end as CANCELLED. */
+export async function cancelPendingRequests(store: Store, sessionId: string) {
+  const pending = await store.db.message.findMany({
+    where: { sessionId, status: 'PENDING', kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] } },
+  })
+  for (const message of pending) await updateMessage(store, message.id, { status: 'CANCELLED' })
+  return pending.length
 }

@@ -1,5 +1,5 @@
 // Pull-request observations (one per workspace + repository + number, under that workspace's
-// link) and the webhook deliveries already processed.
+// link); the deliveries they come from are webhook-deliveries.ts's.
 import type { Store } from './store.ts'
 import { repositoryKey } from './github-links.ts'
 
@@ -58,20 +58,4 @@ export function findTaskRepositoryOfPullRequest({ db }: Store, workspaceId: stri
     where: { name: repository, branch: headBranch, task: { workspaceId } },
     orderBy: [{ taskId: 'asc' }, { position: 'asc' }],
   })
-}
-
-/** Whether a delivery id was processed before (GitHub redelivers). */
-export async function webhookDeliverySeen({ db }: Store, id: string): Promise<boolean> {
-  return (await db.webhookDelivery.findUnique({ where: { id }, select: { id: true } })) !== null
-}
-
-/** Records a processed webhook delivery id; false when it was recorded already (a concurrent copy). */
-export async function recordWebhookDelivery({ db }: Store, id: string, event: string): Promise<boolean> {
-  try {
-    await db.webhookDelivery.create({ data: { id, event } })
-    return true
-  } catch (error) {
-    if ((error as { code?: string }).code === 'P2002') return false
-    throw error
-  }
 }

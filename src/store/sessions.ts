@@ -1,5 +1,11 @@
+// Sessions: their rows (launch, state, error, interruption, deletion) and the reads of a session's
+// detail (its messages, turns and Git observations, batched over a page of sessions).
 import { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
+import type { SessionState } from '../summary/types.ts'
+import { AGENT_ACTIVITY, LIVE_SESSION_STATES } from './instances.ts'
+import { emit } from './events.ts'
+import { fenced, stillOwned } from './fencing.ts'
 import { groupBy } from '../util/group-by.ts'
 
 export function findSessions({ db }: Store, ids: readonly string[]) {
@@ -99,5 +105,131 @@ export function getSession({ db }: Store, id: string) {
 export function unfinishedSessionsOfTask({ db }: Store, taskId: string) {
   return db.session.findMany({
     where: { taskId, state: { in: ['CREATED', 'STARTING', 'RUNNING', 'WAITING_FOR_INPUT', 'IDLE'] } },
+  })
+}
+
+export async function createSession(
+  store: Store,
+  input: {
+    /** The id the session's agent was launched under (startSession launches before the row exists). */
+    id?: string
+    taskId: string
+    agentProfile: string
+    isPrimary?: boolean
+    state?: SessionState
+    workingDirectory?: string
+    ownerInstanceId?: string
+  },
+) {
+  const now = store.now()
+  const session = await store.db.$transaction(async (tx) => {
+    const hasPrimary = await tx.session.count({ where: { taskId: input.taskId, isPrimary: true } })
+    return tx.session.create({
+      data: {
+        ...(input.id && { id: input.id }),
+        taskId: input.taskId,
+        agentProfile: input.agentProfile,
+        state: input.state ?? 'CREATED',
+        isPrimary: input.isPrimary ?? hasPrimary === 0,
+        workingDirectory: input.workingDirectory,
+        ownerInstanceId: input.ownerInstanceId ?? null,
+        createdAt: now,
+        updatedAt: now,
+      },
+    })
+  })
+  await emit(store, 'session.created', session.taskId, session.id)
+  return session
+}
+
+export interface SessionChanges {
+  state?: SessionState
+  activeSubagentCount?: number
+  backgroundWork?: boolean
+  acpSessionId?: string | null
+  currentModelId?: string | null
+  availableModels?: { id: string; name: string }[]
+}
+
+export async function updateSession(store: Store, sessionId: string, changes: SessionChanges) {
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
+    data: {
+      ...(changes.state !== undefined && { state: changes.state }),
+      ...(changes.activeSubagentCount !== undefined && { activeSubagentCount: changes.activeSubagentCount }),
+      ...(changes.backgroundWork !== undefined && { backgroundWork: changes.backgroundWork }),
+      ...(changes.acpSessionId !== undefined && { acpSessionId: changes.acpSessionId }),
+      ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
+      ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
+      updatedAt: store.now(),
+    },
+  }))
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Records the session's current recoverable error. A stamp that was already cleared stays cleared. */
+export async function setSessionError(
+  store: Store,
+  sessionId: string,
+  error: { code: string; message: string; stamp: string; occurredAt: Date },
+) {
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
+    data: {
+      errorCode: error.code,
+      errorMessage: error.message,
+      errorStamp: error.stamp,
+      errorOccurredAt: error.occurredAt,
+      updatedAt: store.now(),
+    },
+  }))
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Dismissal or a newer agent response: the error goes, and its stamp is remembered as cleared. */
+export async function clearSessionError(store: Store, sessionId: string) {
+  const current = await store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
+  if (!current.errorStamp) return current
+  const session = await fenced(store, `session ${sessionId}`, () => store.db.session.update({
+    where: { id: sessionId, ...stillOwned(store) },
+    data: {
+      errorClearedStamp: current.errorStamp,
+      errorCode: null,
+      errorMessage: null,
+      errorStamp: null,
+      errorOccurredAt: null,
+      updatedAt: store.now(),
+    },
+  }))
+  await emit(store, 'session.changed', session.taskId, session.id)
+  return session
+}
+
+/** Deleting a session removes its error from the summary at once (the projector re-derives). */
+export async function deleteSession(store: Store, sessionId: string) {
+  const session = await store.db.session.delete({ where: { id: sessionId } })
+  await emit(store, 'session.deleted', session.taskId, session.id)
+  return session
+}
+
+export const NO_INTERRUPTION = { interruption: null, interruptedAt: null } as const
+
+/** resumeSession answers the summary's interruption, as the user's next prompt does. */
+export async function clearInterruption(store: Store, sessionId: string) {
+  const [session] = await store.db.session.updateManyAndReturn({
+    where: { id: sessionId, interruption: { not: null } },
+    data: NO_INTERRUPTION,
+    select: { taskId: true },
+  })
+  if (session) await emit(store, 'session.changed', session.taskId, sessionId)
+}
+
+/** Sessions a dead process left mid-launch or mid-turn, or with subagents or background work its agent carried. */
+export function strandedSessions({ db }: Store) {
+  return db.session.findMany({
+    where: { OR: [{ state: { in: LIVE_SESSION_STATES } }, ...AGENT_ACTIVITY] },
+    select: { id: true, agentProfile: true },
   })
 }

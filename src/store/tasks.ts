@@ -282,3 +282,8 @@ export async function taskIdsPage({ db }: Store, after: string | undefined, size
 export function getTaskWithRepositories({ db }: Store, taskId: string) {
   return db.task.findUniqueOrThrow({ where: { id: taskId }, include: { repositories: { orderBy: { position: 'asc' } } } })
 }
+
+/** Moves the task's activity time forward (never back) for prompts and conversational turns. */
+export async function touchActivity(store: Store, taskId: string, at: Date) {
+  await store.db.task.updateMany({ where: { id: taskId, lastActivityAt: { lt: at } }, data: { lastActivityAt: at } })
+}

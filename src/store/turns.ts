@@ -1,10 +1,12 @@
-// Ending turns, and with them the messages they left open. A message in progress is only ever
+// Turns: their start, the dispatch of their prompt, their end. Ending turns, and with them the messages they left open. A message in progress is only ever
 // moved on by the agent of its turn: once the turn is over nobody will, so the turn's end gives
 // it its final status in the same transaction (a reader never sees a closed turn with a message
 // still streaming, nor the reverse).
 import type { Prisma } from '../generated/sqlite/client.ts'
-import type { Store, SourceEventKind } from './store.ts'
-import { fenced } from './runtime.ts'
+import { OwnershipLostError, type Store } from './store.ts'
+import { emit, emitFor } from './events.ts'
+import { fenced, stillOwned } from './fencing.ts'
+import { touchActivity } from './tasks.ts'
 import type { InterruptionReason } from '../summary/types.ts'
 
 /** Final status of a streamed message or tool call whose turn was cut off before the agent finished it. */
@@ -30,19 +32,6 @@ export interface ClosedTurn {
   id: string
   sessionId: string
   taskId: string
-}
-
-async function emitFor(store: Store, kind: SourceEventKind, rows: readonly { taskId: string; sessionId: string }[]) {
-  const pairs = new Map(rows.map((r) => [`${r.taskId}\u0000${r.sessionId}`, r]))
-  if (pairs.size === 0) return
-  const taskIds = [...new Set(rows.map((r) => r.taskId))]
-  const tasks = await store.db.task.findMany({ where: { id: { in: taskIds } }, select: { id: true, workspaceId: true } })
-  const workspaceOf = new Map(tasks.map((t) => [t.id, t.workspaceId]))
-  for (const { taskId, sessionId } of pairs.values()) {
-    const workspaceId = workspaceOf.get(taskId)
-    // A task deleted meanwhile took its sessions with it: there is no summary left to re-derive.
-    if (workspaceId) store.events.emit({ kind, taskId, workspaceId, sessionId })
-  }
 }
 
 /**
@@ -185,4 +174,71 @@ export async function closeQueuedPrompts(store: Store, sessionId: string, stopRe
   })
   await emitFor(store, 'turn.completed', turns)
   return turns
+}
+
+export async function startTurn(
+  store: Store,
+  input: {
+    sessionId: string
+    lifecycleOnly?: boolean
+    promptDispatchPending?: boolean
+    promptDispatchAttempted?: boolean
+    startedAt?: Date
+  },
+) {
+  const session = await store.db.session.findUniqueOrThrow({ where: { id: input.sessionId } })
+  const startedAt = input.startedAt ?? store.now()
+  const turn = await store.db.turn.create({
+    data: {
+      sessionId: session.id,
+      taskId: session.taskId,
+      startedAt,
+      lifecycleOnly: input.lifecycleOnly ?? false,
+      promptDispatchPending: input.promptDispatchPending ?? false,
+      promptDispatchAttempted: input.promptDispatchAttempted ?? false,
+    },
+  })
+  // Lifecycle-only turns (agent resume) and bare reservations are not conversational milestones.
+  if (!turn.lifecycleOnly && !turn.promptDispatchPending) await touchActivity(store, turn.taskId, startedAt)
+  await emit(store, 'turn.started', turn.taskId, turn.sessionId)
+  return turn
+}
+
+/**
+ * Marks a turn's prompt as dispatched to the agent: a reservation becomes authoritative and a
+ * conversational start, and a queued prompt stops waiting. A compare-and-set, written before the
+ * prompt goes out: of every attempt to dispatch one prompt (a runtime refilled from the store,
+ * a new owner after a takeover) only the first gets the turn; the others get null and must not
+ * send it. A session owned elsewhere (or gone) is refused as for any fenced write.
+ */
+export async function markPromptDispatched(store: Store, turnId: string) {
+  const [turn] = await store.db.turn.updateManyAndReturn({
+    where: { id: turnId, promptDispatchAttempted: false, session: stillOwned(store) },
+    data: { promptDispatchAttempted: true, queuedAt: null },
+  })
+  if (!turn) {
+    const row = await store.db.turn.findUnique({ where: { id: turnId }, select: { session: { select: { ownerInstanceId: true } } } })
+    if (row && (!store.owner || row.session.ownerInstanceId === store.owner)) return null
+    if (store.owner) throw new OwnershipLostError(`turn ${turnId}`)
+    throw new Error(`Turn ${turnId} does not exist.`)
+  }
+  if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
+  await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
+  return turn
+}
+
+export async function completeTurn(store: Store, turnId: string, stopReason?: string, completedAt?: Date) {
+  const at = completedAt ?? store.now()
+  const turn = await store.db.turn.update({ where: { id: turnId }, data: { completedAt: at, stopReason } })
+  if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, at)
+  await emit(store, 'turn.completed', turn.taskId, turn.sessionId)
+  return turn
+}
+
+export function openTurns({ db }: Store, sessionId: string) {
+  return db.turn.findMany({ where: { sessionId, completedAt: null } })
+}
+
+export function findTurn({ db }: Store, id: string) {
+  return db.turn.findUnique({ where: { id } })
 }

@@ -66,7 +66,7 @@ describe('a failed store write never leaves a session that accepts prompts nobod
     return { taskId: task.id, sessionId: session.id }
   }
   const send = (s: { taskId: string; sessionId: string }, content: string) =>
-    service.addMessage({ ...s, clientMessageId: randomUUID(), content })
+    service.acceptPrompt({ ...s, clientMessageId: randomUUID(), content })
   const replies = async (sessionId: string) =>
     (await db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } })).map((m) => m.content)
   const answered = (sessionId: string, reply: string) =>

@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok, wsClient, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { CreateTaskDocument, CreateUserDocument, CreateWorkspaceDocument, ResumeSessionDocument, SessionEventsDocument } from '../generated/graphql.ts'
-import { createSession, updateSession } from '../../src/store/runtime.ts'
+import { createSession, updateSession } from '../../src/store/sessions.ts'
 import type { SessionState } from '../../src/summary/types.ts'
 
 describe('opening a session whose agent runs nowhere (sqlite)', () => {

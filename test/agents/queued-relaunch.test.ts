@@ -9,7 +9,8 @@ import { ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { connectDatabase } from '../../src/store/db.ts'
 import { createStore } from '../../src/store/store.ts'
-import { acceptUserPrompt, markPromptDispatched } from '../../src/store/runtime.ts'
+import { insertPrompt } from '../../src/store/prompts.ts'
+import { markPromptDispatched } from '../../src/store/turns.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
@@ -38,11 +39,11 @@ describe('stored queued prompts fill a relaunched runtime (sqlite)', () => {
     const db = await connectDatabase('sqlite', first.databaseUrl)
     const store = createStore(db)
     try {
-      const inFlight = await acceptUserPrompt(store, { clientMessageId: randomUUID(), sessionId, content: 'in flight' })
+      const inFlight = await insertPrompt(store, { clientMessageId: randomUUID(), sessionId, content: 'in flight' })
       await markPromptDispatched(store, inFlight!.turn.id)
       await db.session.update({ where: { id: sessionId }, data: { state: 'RUNNING' } })
       for (const content of ['q1', 'q2']) {
-        const queued = await acceptUserPrompt(store, { clientMessageId: randomUUID(), sessionId, content })
+        const queued = await insertPrompt(store, { clientMessageId: randomUUID(), sessionId, content })
         expect(queued!.turn.queuedAt).not.toBeNull()
       }
     } finally {

@@ -5,7 +5,9 @@ import { ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { TaskSessionsDetailDocument } from '../generated/graphql.ts'
 import { createTask } from '../../src/store/tasks.ts'
-import { addMessage, createSession, startTurn } from '../../src/store/runtime.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { createSession } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
 
 describe.each(PROVIDERS)('Session.messages and Session.turns are batched (%s)', (provider) => {
   let server: TestServer
@@ -22,7 +24,7 @@ describe.each(PROVIDERS)('Session.messages and Session.turns are batched (%s)', 
       for (let t = 0; t < 3; t++) {
         const turn = await startTurn(server.store, { sessionId: session.id, startedAt: new Date((clock += 1000)) })
         for (let m = 0; m < 2; m++)
-          await addMessage(server.store, {
+          await insertMessage(server.store, {
             id: `${session.id}-${t}-${m}`,
             sessionId: session.id,
             turnId: turn.id,

@@ -8,7 +8,9 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { errorCodes, http, ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { AgentProfilesDocument, BootTaskIdsDocument, CreateTaskDocument, OrderedTasksDocument, type OrderedTasksQuery, type TaskOrder } from '../generated/graphql.ts'
-import { addMessage, createSession, setSessionError, startTurn } from '../../src/store/runtime.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { createSession, setSessionError } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
 import { updateTask } from '../../src/store/tasks.ts'
 
 type Row = OrderedTasksQuery['tasks']['edges'][number]['node']
@@ -77,7 +79,7 @@ describe.each(PROVIDERS)('tasks(orderBy:) (%s)', (provider) => {
     const request = async (taskId: string, kind: 'PERMISSION_REQUEST' | 'CLARIFICATION', at: number) => {
       const session = await createSession(server.store, { taskId, agentProfile: 'mock', state: 'RUNNING' })
       const turn = await startTurn(server.store, { sessionId: session.id })
-      await addMessage(server.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind, content: '?', status: 'PENDING', pendingId: randomUUID(), createdAt: new Date(at) })
+      await insertMessage(server.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind, content: '?', status: 'PENDING', pendingId: randomUUID(), createdAt: new Date(at) })
       return session
     }
     const waitingAt = now
@@ -127,7 +129,7 @@ describe.each(PROVIDERS)('tasks(orderBy:) (%s)', (provider) => {
     const last = before.at(-1)!
     const session = await createSession(server.store, { taskId: last, agentProfile: 'mock', state: 'RUNNING' })
     const turn = await startTurn(server.store, { sessionId: session.id })
-    await addMessage(server.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: randomUUID(), createdAt: new Date(Date.parse('2026-01-01T00:00:00Z')) })
+    await insertMessage(server.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: randomUUID(), createdAt: new Date(Date.parse('2026-01-01T00:00:00Z')) })
     await server.projector.idle()
     const after = (await page('NEEDS_ATTENTION', 500)).edges.map((e) => e.node.id)
     expect(after[0]).toBe(last)

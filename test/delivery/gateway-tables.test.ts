@@ -5,7 +5,7 @@ import { rawGraphqlWs } from '../support/raw-ws.ts'
 import { eventually } from '../support/wait.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { createTask } from '../../src/store/tasks.ts'
-import { createSession } from '../../src/store/runtime.ts'
+import { createSession } from '../../src/store/sessions.ts'
 import type { PubSub } from '../../src/pubsub/pubsub.ts'
 import { CreateUserDocument, SessionEventsDocument, WorkspaceEventsDocument } from '../generated/graphql.ts'
 

@@ -4,7 +4,9 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { wsClient, wsSubscribe } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { createTask } from '../../src/store/tasks.ts'
-import { addMessage, createSession, startTurn } from '../../src/store/runtime.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { createSession } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
 import type { SessionEventPayload } from '../../src/pubsub/pubsub.ts'
 import { SessionEventsDocument } from '../generated/graphql.ts'
 
@@ -24,7 +26,7 @@ describe('sessionEvents reads each event once per instance, whatever the number 
     // Stopped: opening a session waiting for input would relaunch its agent, whose events and writes this count is not about.
     sessionId = (await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'CANCELLED' })).id
     const turn = await startTurn(server.store, { sessionId })
-    const message = await addMessage(server.store, { id: 'm-1', sessionId, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'hi' })
+    const message = await insertMessage(server.store, { id: 'm-1', sessionId, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'hi' })
     await server.projector.idle()
     events = () => [
       { type: 'SessionStateChanged', sessionId, state: 'WAITING_FOR_INPUT' },

@@ -7,9 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { ownedBy, OwnershipLostError, type Store } from '../../src/store/store.ts'
-import { addMessage, clearSessionError, markPromptDispatched, setSessionError, startTurn, updateMessage, updateSession } from '../../src/store/runtime.ts'
-import { appendMessageContent } from '../../src/store/messages.ts'
-import { closeTurn } from '../../src/store/turns.ts'
+import { clearSessionError, setSessionError, updateSession } from '../../src/store/sessions.ts'
+import { appendMessageContent, insertMessage, updateMessage } from '../../src/store/messages.ts'
+import { closeTurn, markPromptDispatched, startTurn } from '../../src/store/turns.ts'
 import { claimSession } from '../../src/store/instances.ts'
 
 describe('writes fenced by session ownership (postgres)', () => {
@@ -28,7 +28,7 @@ describe('writes fenced by session ownership (postgres)', () => {
     await w.store.db.session.update({ where: { id: sessionId }, data: { ownerInstanceId: 'A' } })
     const turn = await startTurn(w.store, { sessionId })
     const a = ownedBy(w.store, 'A')
-    const message = await addMessage(a, { id: randomUUID(), sessionId, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: 'partial', status: 'IN_PROGRESS' })
+    const message = await insertMessage(a, { id: randomUUID(), sessionId, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: 'partial', status: 'IN_PROGRESS' })
     await appendMessageContent(a, message.id, ' more')
     return { a, sessionId, turnId: turn.id, messageId: message.id }
   }
@@ -57,7 +57,7 @@ describe('writes fenced by session ownership (postgres)', () => {
     const before = await snapshot(sessionId)
 
     const refusals = await Promise.allSettled([
-      addMessage(a, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'MESSAGE', content: 'late', status: 'IN_PROGRESS' }),
+      insertMessage(a, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'MESSAGE', content: 'late', status: 'IN_PROGRESS' }),
       appendMessageContent(a, messageId, ' late'),
       updateMessage(a, messageId, { status: 'COMPLETED' }),
       updateSession(a, sessionId, { state: 'WAITING_FOR_INPUT', activeSubagentCount: 3 }),

@@ -4,8 +4,8 @@ import { PROVIDERS, migratedDatabase } from '../support/databases.ts'
 import { Prisma } from '../../src/generated/sqlite/client.ts'
 import { connectDatabase, type Db } from '../../src/store/db.ts'
 import { createStore, type SourceEvent, type Store } from '../../src/store/store.ts'
-import { appendMessageContent } from '../../src/store/messages.ts'
-import { addMessage, createSession } from '../../src/store/runtime.ts'
+import { appendMessageContent, insertMessage } from '../../src/store/messages.ts'
+import { createSession } from '../../src/store/sessions.ts'
 import { createTask } from '../../src/store/tasks.ts'
 import { createUserWithToken } from '../../src/store/users.ts'
 import { createWorkspace } from '../../src/store/workspaces.ts'
@@ -27,7 +27,7 @@ describe.each(PROVIDERS)('appendMessageContent (%s)', (provider) => {
   afterAll(() => db?.$disconnect())
 
   const agentMessage = (content: string) =>
-    addMessage(store, { id: randomUUID(), sessionId, author: 'AGENT', kind: 'MESSAGE', content, status: 'IN_PROGRESS' })
+    insertMessage(store, { id: randomUUID(), sessionId, author: 'AGENT', kind: 'MESSAGE', content, status: 'IN_PROGRESS' })
 
   it('appends at the database: content grows exactly, version counts each append, updatedAt reads back as the Date written, no source event', async () => {
     const message = await agentMessage('0;')

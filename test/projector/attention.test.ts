@@ -5,9 +5,10 @@ import { randomUUID } from 'node:crypto'
 import { pino } from 'pino'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { takeOverExpired } from '../../src/instances/takeover.ts'
-import { acceptUserPrompt, addMessage, markPromptDispatched, startTurn, updateMessage } from '../../src/store/runtime.ts'
+import { insertPrompt } from '../../src/store/prompts.ts'
+import { insertMessage, updateMessage } from '../../src/store/messages.ts'
 import { registerInstance } from '../../src/store/instances.ts'
-import { closeTurn } from '../../src/store/turns.ts'
+import { closeTurn, markPromptDispatched, startTurn } from '../../src/store/turns.ts'
 import { PROVIDERS } from '../support/databases.ts'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { summaryDrift } from '../support/summary-rebuild.ts'
@@ -28,7 +29,7 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
   async function inFlight() {
     const task = await w.newTask()
     const sessionId = await w.newSession(task.id, { state: 'RUNNING', isPrimary: true })
-    const first = await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'go' })
+    const first = await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'go' })
     await markPromptDispatched(w.store, first!.turn.id)
     return { taskId: task.id, sessionId, turnId: first!.turn.id }
   }
@@ -38,7 +39,7 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
     const idle = await w.summary(taskId)
     expect(idle.payload.queuedPromptCount).toBe(0)
     w.clock.advance(1000)
-    const second = await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'next' })
+    const second = await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'next' })
     expect(second!.turn.queuedAt).toEqual(w.clock.now())
     const queued = await w.summary(taskId)
     expect(queued.payload.queuedPromptCount).toBe(1)
@@ -53,7 +54,7 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
   it('a prompt accepted while nothing is open is never queued', async () => {
     const task = await w.newTask()
     const sessionId = await w.newSession(task.id, { isPrimary: true })
-    const accepted = await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'go' })
+    const accepted = await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'go' })
     expect(accepted!.turn.queuedAt).toBeNull()
     expect((await w.summary(task.id)).payload.queuedPromptCount).toBe(0)
   })
@@ -65,7 +66,7 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
     expect(quiet).toMatchObject({ attentionRank: 2, attentionKey: -Date.parse(lastActivity) })
     w.clock.advance(5000)
     const raisedAt = w.clock.now()
-    const request = await addMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run?', status: 'PENDING', pendingId: 'p1' })
+    const request = await insertMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run?', status: 'PENDING', pendingId: 'p1' })
     const waiting = await w.summary(taskId)
     expect(waiting.payload).toMatchObject({ pendingAction: 'PERMISSION', waitingSince: raisedAt.toISOString() })
     expect(await row(taskId)).toMatchObject({ revision: waiting.revision, attentionRank: 0, attentionKey: raisedAt.getTime() })
@@ -79,8 +80,8 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
 
   it('a new revision only when an attention field changes: re-projecting, and rebuilding, change nothing', async () => {
     const { taskId, sessionId, turnId } = await inFlight()
-    await addMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
-    await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'queued' })
+    await insertMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
+    await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'queued' })
     const before = await w.summary(taskId)
     const published = w.published.length
     await w.projector.project(taskId)
@@ -94,8 +95,8 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
 
   it('a missing or older-rules row is rebuilt with the attention fields and its order columns', async () => {
     const { taskId, sessionId, turnId } = await inFlight()
-    await addMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run?', status: 'PENDING', pendingId: 'p1' })
-    await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'queued' })
+    await insertMessage(w.store, { id: randomUUID(), sessionId, turnId, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run?', status: 'PENDING', pendingId: 'p1' })
+    await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'queued' })
     const live = await w.summary(taskId)
     const liveRow = await row(taskId)
     // A row of the previous derivation: no attention fields in its payload, default order columns.
@@ -141,7 +142,7 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
 
     // The next prompt (on the new owner) is a newer turn: the interruption clears.
     w.clock.advance(1000)
-    await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'again' })
+    await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content: 'again' })
     expect((await w.summary(taskId)).payload.interruption).toBeNull()
   })
 

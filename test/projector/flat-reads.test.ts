@@ -8,7 +8,9 @@ import { ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { BootWithSummariesDocument, CreateWorkspaceDocument, TasksWithSummariesDocument } from '../generated/graphql.ts'
 import { createTask } from '../../src/store/tasks.ts'
-import { addMessage, completeTurn, createSession, startTurn } from '../../src/store/runtime.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { completeTurn, startTurn } from '../../src/store/turns.ts'
+import { createSession } from '../../src/store/sessions.ts'
 import { SUMMARY_DERIVATION_VERSION } from '../../src/summary/derive.ts'
 
 const MINUTE = 60_000
@@ -88,7 +90,7 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
       sessions.push(t)
       // Some open requests, so the pending reconciliation runs its session and turn reads too.
       if (pending)
-        await addMessage(server.store, {
+        await insertMessage(server.store, {
           id: randomUUID(),
           sessionId: t.sessionId,
           turnId: t.turnId,
@@ -169,7 +171,7 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
   it('a permission request resolved straight in the database reads as not pending, with the next revision', async () => {
     const workspaceId = await newWorkspace('resolved')
     const { taskId, sessionId, turnId } = await taskWithTurn(workspaceId, 'RUNNING')
-    const request = await addMessage(server.store, {
+    const request = await insertMessage(server.store, {
       id: randomUUID(),
       sessionId,
       turnId,

@@ -11,7 +11,9 @@ import {
   WorkflowWithSummariesDocument,
 } from '../generated/graphql.ts'
 import { createTask } from '../../src/store/tasks.ts'
-import { createSession, startTurn, addMessage } from '../../src/store/runtime.ts'
+import { createSession } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
+import { insertMessage } from '../../src/store/messages.ts'
 
 describe.each(PROVIDERS)('summary read paths (%s)', (provider) => {
   let server: TestServer
@@ -31,7 +33,7 @@ describe.each(PROVIDERS)('summary read paths (%s)', (provider) => {
       if (i % 5 === 0) {
         const session = await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'RUNNING' })
         const turn = await startTurn(server.store, { sessionId: session.id })
-        await addMessage(server.store, {
+        await insertMessage(server.store, {
           id: `perm-${task.id}`,
           sessionId: session.id,
           turnId: turn.id,

@@ -3,7 +3,8 @@ import { PROVIDERS } from '../support/databases.ts'
 import { startTestServer } from '../support/server.ts'
 import { createTask } from '../../src/store/tasks.ts'
 import { createWorkspace } from '../../src/store/workspaces.ts'
-import { createSession, startTurn } from '../../src/store/runtime.ts'
+import { createSession } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
 import { readSummaryRows, toStoredSummary } from '../../src/store/summaries.ts'
 
 describe.each(PROVIDERS)('startup recovery (%s)', (provider) => {

@@ -3,19 +3,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../support/databases.ts'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
-import {
-  addMessage,
-  clearSessionError,
-  completeTurn,
-  deleteMessage,
-  deleteSession,
-  recordGitObservation,
-  setLaunchError,
-  setSessionError,
-  startTurn,
-  updateMessage,
-  updateSession,
-} from '../../src/store/runtime.ts'
+import { insertMessage, deleteMessage, updateMessage } from '../../src/store/messages.ts'
+import { clearSessionError, deleteSession, setSessionError, updateSession } from '../../src/store/sessions.ts'
+import { completeTurn, startTurn } from '../../src/store/turns.ts'
+import { recordGitObservation } from '../../src/store/git-observations.ts'
+import { setLaunchError } from '../../src/store/launch-errors.ts'
 import { recordPullRequest } from '../../src/store/pull-requests.ts'
 import { linkRepository } from '../../src/store/github-links.ts'
 import { updateTask } from '../../src/store/tasks.ts'
@@ -62,7 +54,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const task = await w.newTask('bg', [{ name: 'acme/web' }])
     const session = await w.newSession(task.id, { state: 'RUNNING' })
     const turn = await startTurn(w.store, { sessionId: session })
-    await addMessage(w.store, { id: 'q1', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: 'Which branch?', status: 'PENDING', pendingId: 'p1' })
+    await insertMessage(w.store, { id: 'q1', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: 'Which branch?', status: 'PENDING', pendingId: 'p1' })
     await w.projector.idle()
     expect(w.published.at(-1)?.summary.pendingAction).toBe('CLARIFICATION')
 
@@ -133,7 +125,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const session = await w.newSession(task.id)
     const promptAt = w.clock.advance(10_000)
     const turn = await startTurn(w.store, { sessionId: session })
-    await addMessage(w.store, { id: 'u1', sessionId: session, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'hi' })
+    await insertMessage(w.store, { id: 'u1', sessionId: session, turnId: turn.id, author: 'USER', kind: 'MESSAGE', content: 'hi' })
     expect((await w.summary(task.id)).payload.lastActivityAt).toBe(promptAt.toISOString())
     const doneAt = w.clock.advance(5_000)
     await completeTurn(w.store, turn.id, 'end_turn')
@@ -270,13 +262,13 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const task = await w.newTask()
     const session = await w.newSession(task.id, { state: 'RUNNING' })
     const turn = await startTurn(w.store, { sessionId: session })
-    await addMessage(w.store, { id: 'perm', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run tests?', status: 'PENDING', pendingId: 'p1' })
-    await addMessage(w.store, { id: 'tool', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'TOOL_CALL', content: 'Read file', status: 'IN_PROGRESS' })
+    await insertMessage(w.store, { id: 'perm', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run tests?', status: 'PENDING', pendingId: 'p1' })
+    await insertMessage(w.store, { id: 'tool', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'TOOL_CALL', content: 'Read file', status: 'IN_PROGRESS' })
     await updateMessage(w.store, 'tool', { status: 'COMPLETED' })
     // Another session's request resolving does not clear it either.
     const other = await w.newSession(task.id, { state: 'RUNNING' })
     const otherTurn = await startTurn(w.store, { sessionId: other })
-    await addMessage(w.store, { id: 'perm2', sessionId: other, turnId: otherTurn.id, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'x', status: 'PENDING', pendingId: 'p2' })
+    await insertMessage(w.store, { id: 'perm2', sessionId: other, turnId: otherTurn.id, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'x', status: 'PENDING', pendingId: 'p2' })
     await updateMessage(w.store, 'perm2', { status: 'APPROVED' })
     expect((await w.summary(task.id)).payload.pendingAction).toBe('PERMISSION')
     await updateMessage(w.store, 'perm', { status: 'APPROVED' })
@@ -287,13 +279,13 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const task = await w.newTask()
     const session = await w.newSession(task.id, { state: 'RUNNING' })
     const old = await startTurn(w.store, { sessionId: session, startedAt: w.clock.advance(1) })
-    await addMessage(w.store, { id: 'c-old', sessionId: session, turnId: old.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
+    await insertMessage(w.store, { id: 'c-old', sessionId: session, turnId: old.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
     expect((await w.summary(task.id)).payload.pendingAction).toBe('CLARIFICATION')
     // An empty, unattempted reservation does not move the boundary…
     const reservation = await startTurn(w.store, { sessionId: session, promptDispatchPending: true, startedAt: w.clock.advance(1) })
     expect((await w.summary(task.id)).payload.pendingAction).toBe('CLARIFICATION')
     // …an attempted dispatch does, and deleting the new turn's messages cannot move it back.
-    await addMessage(w.store, { id: 'u2', sessionId: session, turnId: reservation.id, author: 'USER', kind: 'MESSAGE', content: 'go on' })
+    await insertMessage(w.store, { id: 'u2', sessionId: session, turnId: reservation.id, author: 'USER', kind: 'MESSAGE', content: 'go on' })
     expect((await w.summary(task.id)).payload.pendingAction).toBeNull()
     await deleteMessage(w.store, 'u2')
     await completeTurn(w.store, reservation.id, 'end_turn')
@@ -305,7 +297,7 @@ describe.each(PROVIDERS)('summary scenarios (%s)', (provider) => {
     const task = await w.newTask()
     const session = await w.newSession(task.id, { state: 'RUNNING' })
     const turn = await startTurn(w.store, { sessionId: session })
-    await addMessage(w.store, { id: 'c', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
+    await insertMessage(w.store, { id: 'c', sessionId: session, turnId: turn.id, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
     const advertised = await w.summary(task.id)
     expect(advertised.payload.pendingAction).toBe('CLARIFICATION')
     // The row changes behind the projector's back (no source event), as after a lost event.

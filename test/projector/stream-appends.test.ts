@@ -5,9 +5,8 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { PROVIDERS } from '../support/databases.ts'
-import { appendMessageContent } from '../../src/store/messages.ts'
-import { addMessage, startTurn } from '../../src/store/runtime.ts'
-import { closeTurn } from '../../src/store/turns.ts'
+import { appendMessageContent, insertMessage } from '../../src/store/messages.ts'
+import { closeTurn, startTurn } from '../../src/store/turns.ts'
 import { readSummaryRows } from '../../src/store/summaries.ts'
 import { loadSummaryInputs } from '../../src/store/summary-sources.ts'
 import { deriveSummary } from '../../src/summary/derive.ts'
@@ -32,7 +31,7 @@ describe.each(PROVIDERS)('streamed appends and the projector (%s)', (provider) =
     const sessionId = await w.newSession(task.id, { state: 'RUNNING' })
     const turn = await startTurn(w.store, { sessionId })
     w.clock.advance(1_000)
-    const message = await addMessage(w.store, { id: randomUUID(), sessionId, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: '0;', status: 'IN_PROGRESS' })
+    const message = await insertMessage(w.store, { id: randomUUID(), sessionId, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: '0;', status: 'IN_PROGRESS' })
     const before = await expectConverged(task.id)
 
     w.statements.length = 0

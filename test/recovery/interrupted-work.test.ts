@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../support/databases.ts'
 import { eventually } from '../support/wait.ts'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
-import { addMessage, startTurn, type NewMessage } from '../../src/store/runtime.ts'
-import { closeInterruptedWork, closeTurn } from '../../src/store/turns.ts'
+import { insertMessage, type NewMessage } from '../../src/store/messages.ts'
+import { closeInterruptedWork, closeTurn, startTurn } from '../../src/store/turns.ts'
 import { recoverSessions } from '../../src/recovery/startup-recovery.ts'
 import type { SessionEventPayload } from '../../src/pubsub/pubsub.ts'
 
@@ -38,9 +38,9 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
   async function sessionMidTurn(taskId: string, state: 'RUNNING' | 'WAITING_FOR_INPUT' | 'CANCELLED' = 'RUNNING') {
     const sessionId = await w.newSession(taskId, { state })
     const earlier = await startTurn(w.store, { sessionId })
-    const done = await addMessage(w.store, { id: randomUUID(), sessionId, turnId: earlier.id, author: 'AGENT', kind: 'MESSAGE', content: 'old', status: 'COMPLETED' })
+    const done = await insertMessage(w.store, { id: randomUUID(), sessionId, turnId: earlier.id, author: 'AGENT', kind: 'MESSAGE', content: 'old', status: 'COMPLETED' })
     // An older server ended this turn but never finalized its reply.
-    const stale = await addMessage(w.store, { id: randomUUID(), sessionId, turnId: earlier.id, author: 'AGENT', kind: 'MESSAGE', content: 'old reply', status: 'IN_PROGRESS' })
+    const stale = await insertMessage(w.store, { id: randomUUID(), sessionId, turnId: earlier.id, author: 'AGENT', kind: 'MESSAGE', content: 'old reply', status: 'IN_PROGRESS' })
     await w.store.db.turn.update({ where: { id: earlier.id }, data: { completedAt: w.clock.advance(10), stopReason: 'end_turn' } })
     w.clock.advance(10)
     const lifecycle = await startTurn(w.store, { sessionId, lifecycleOnly: true })
@@ -63,7 +63,7 @@ describe.each(PROVIDERS)('ending turns (%s)', (provider) => {
       })),
     })
     // A chunk the agent streamed between turns belongs to no turn, and nobody else will end it either.
-    const loose = await addMessage(w.store, { id: randomUUID(), sessionId, author: 'AGENT', kind: 'MESSAGE', content: 'loose', status: 'IN_PROGRESS' })
+    const loose = await insertMessage(w.store, { id: randomUUID(), sessionId, author: 'AGENT', kind: 'MESSAGE', content: 'loose', status: 'IN_PROGRESS' })
     return { sessionId, earlier, done, stale, lifecycle, turn, rows, loose }
   }
 

@@ -8,8 +8,9 @@ import { randomUUID } from 'node:crypto'
 import { pino } from 'pino'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { recoverSessions } from '../../src/recovery/startup-recovery.ts'
-import { acceptUserPrompt, addMessage, markPromptDispatched } from '../../src/store/runtime.ts'
-import { closeTurn, queuedPrompts } from '../../src/store/turns.ts'
+import { insertPrompt } from '../../src/store/prompts.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { closeTurn, markPromptDispatched, queuedPrompts } from '../../src/store/turns.ts'
 import { OwnershipLostError, ownedBy } from '../../src/store/store.ts'
 import { PROVIDERS } from '../support/databases.ts'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
@@ -24,7 +25,7 @@ describe.each(PROVIDERS)('queued prompts through recovery (%s)', (provider) => {
 
   const prompt = async (sessionId: string, content: string) => {
     w.clock.advance(10)
-    const accepted = await acceptUserPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content })
+    const accepted = await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId, content })
     return accepted!.turn
   }
 
@@ -38,8 +39,8 @@ describe.each(PROVIDERS)('queued prompts through recovery (%s)', (provider) => {
     const sessionId = await w.newSession(task.id, { state, isPrimary: true })
     const inFlight = await prompt(sessionId, 'in flight')
     expect(await markPromptDispatched(w.store, inFlight.id)).toMatchObject({ id: inFlight.id, promptDispatchAttempted: true })
-    const reply = await addMessage(w.store, { id: randomUUID(), sessionId, turnId: inFlight.id, author: 'AGENT', kind: 'MESSAGE', content: 'partial', status: 'IN_PROGRESS' })
-    const permission = await addMessage(w.store, {
+    const reply = await insertMessage(w.store, { id: randomUUID(), sessionId, turnId: inFlight.id, author: 'AGENT', kind: 'MESSAGE', content: 'partial', status: 'IN_PROGRESS' })
+    const permission = await insertMessage(w.store, {
       id: randomUUID(), sessionId, turnId: inFlight.id, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'may I?', status: 'PENDING', pendingId: randomUUID(), metadata: '{}',
     })
     const waiting = []

@@ -8,7 +8,7 @@ import { projectorWorld, type ProjectorWorld } from '../support/projector-harnes
 import { recoverAfterRestart, recoverSessions } from '../../src/recovery/startup-recovery.ts'
 import { registerInstance, renewInstance } from '../../src/store/instances.ts'
 import { takeOverExpired } from '../../src/instances/takeover.ts'
-import { updateSession } from '../../src/store/runtime.ts'
+import { updateSession } from '../../src/store/sessions.ts'
 
 const logger = pino({ level: 'silent' })
 const LEASE = 10_000

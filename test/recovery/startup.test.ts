@@ -6,7 +6,9 @@ import { PROVIDERS } from '../support/databases.ts'
 import { startTestServer } from '../support/server.ts'
 import { createTask } from '../../src/store/tasks.ts'
 import { createWorkspace } from '../../src/store/workspaces.ts'
-import { addMessage, createSession, startTurn } from '../../src/store/runtime.ts'
+import { insertMessage } from '../../src/store/messages.ts'
+import { createSession } from '../../src/store/sessions.ts'
+import { startTurn } from '../../src/store/turns.ts'
 
 describe.each(PROVIDERS)('startup recovery of work left open in a session not marked running (%s)', (provider) => {
   it(provider === 'sqlite' ? 'closes it: nothing else can be running it' : 'leaves it: another instance may be running it', async () => {
@@ -17,7 +19,7 @@ describe.each(PROVIDERS)('startup recovery of work left open in a session not ma
     // What an older server's recovery left behind: the session waits, its turn and stream never closed.
     const session = await createSession(first.store, { taskId: task.id, agentProfile: 'mock', state: 'WAITING_FOR_INPUT' })
     const turn = await startTurn(first.store, { sessionId: session.id })
-    const stream = await addMessage(first.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: '0;1;', status: 'IN_PROGRESS' })
+    const stream = await insertMessage(first.store, { id: randomUUID(), sessionId: session.id, turnId: turn.id, author: 'AGENT', kind: 'MESSAGE', content: '0;1;', status: 'IN_PROGRESS' })
     await first.projector.idle()
     await first.close()
 
