@@ -7,17 +7,14 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
+import { stoppedServerWithSession } from '../support/fixtures.ts'
 import { connectDatabase } from '../../src/store/db.ts'
 import { createStore } from '../../src/store/store.ts'
 import { insertPrompt } from '../../src/store/prompts.ts'
 import { markPromptDispatched } from '../../src/store/turns.ts'
 import {
   AddMessageDocument,
-  CreateTaskDocument,
-  CreateUserDocument,
-  CreateWorkspaceDocument,
   SessionDetailDocument,
-  StartSessionDocument,
 } from '../generated/graphql.ts'
 
 describe('stored queued prompts fill a relaunched runtime (sqlite)', () => {
@@ -27,13 +24,7 @@ describe('stored queued prompts fill a relaunched runtime (sqlite)', () => {
   })
 
   it('dispatches them once, in order, before a prompt sent during the relaunch', async () => {
-    const first = await startTestServer('sqlite')
-    servers.push(first)
-    const token = (await ok(first.graphqlUrl, first.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
-    const workspaceId = (await ok(first.graphqlUrl, token, CreateWorkspaceDocument, { name: 'queue' })).createWorkspace.id
-    const taskId = (await ok(first.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 't' } })).createTask.id
-    const sessionId = (await ok(first.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
-    await first.close()
+    const { first, token, taskId, sessionId } = await stoppedServerWithSession(servers, 'queue')
 
     // What a process killed mid-turn leaves: a turn in flight (dispatched) and two prompts queued behind it.
     const db = await connectDatabase('sqlite', first.databaseUrl)

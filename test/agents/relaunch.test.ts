@@ -3,13 +3,10 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
+import { stoppedServerWithSession } from '../support/fixtures.ts'
 import {
   AddMessageDocument,
-  CreateTaskDocument,
-  CreateUserDocument,
-  CreateWorkspaceDocument,
   SessionDetailDocument,
-  StartSessionDocument,
   TaskStatusSummariesDocument,
 } from '../generated/graphql.ts'
 
@@ -20,13 +17,7 @@ describe('a pending request survives an agent relaunch after a server restart (s
   })
 
   it('the permission the relaunched agent raises during the user’s turn is the task’s pendingAction', async () => {
-    const first = await startTestServer('sqlite')
-    servers.push(first)
-    const token = (await ok(first.graphqlUrl, first.adminToken, CreateUserDocument, { name: 'dev' })).createUser.token
-    const workspaceId = (await ok(first.graphqlUrl, token, CreateWorkspaceDocument, { name: 'restart' })).createWorkspace.id
-    const taskId = (await ok(first.graphqlUrl, token, CreateTaskDocument, { input: { workspaceId, title: 't' } })).createTask.id
-    const sessionId = (await ok(first.graphqlUrl, token, StartSessionDocument, { input: { taskId } })).startSession.id
-    await first.close()
+    const { first, token, taskId, sessionId } = await stoppedServerWithSession(servers, 'restart')
 
     const second = await startTestServer('sqlite', { databaseUrl: first.databaseUrl, env: { ADMIN_TOKEN: first.adminToken } })
     servers.push(second)
