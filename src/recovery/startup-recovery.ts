@@ -7,6 +7,7 @@ import { closeInterruptedWork, sessionsWithOpenWork, sessionsWithQueuedPrompts }
 import { AGENT_ACTIVITY, LIVE_SESSION_STATES, takeOverAllSessions, takeOverExpiredSessions } from '../store/instances.ts'
 import { echoed } from '../errors.ts'
 import type { InterruptionReason } from '../summary/types.ts'
+import { raise } from '../store/events.ts'
 
 export interface RecoverableSession {
   id: string
@@ -94,7 +95,7 @@ export async function recoverSessions(options: RecoveryOptions, sessions: readon
     await tx.session.updateMany({ where: { id: { in: ids }, ...active }, data: idle })
   })
   for (const s of changing)
-    store.events.emit({ kind: 'session.changed', taskId: s.taskId, workspaceId: s.task.workspaceId, sessionId: s.id })
+    raise(store, { kind: 'session.changed', taskId: s.taskId, workspaceId: s.task.workspaceId, sessionId: s.id })
   const reset = changing.filter((s) => LIVE_SESSION_STATES.includes(s.state))
 
   const publish = (payload: SessionEventPayload) =>

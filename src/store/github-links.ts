@@ -1,5 +1,6 @@
 // Which workspaces a GitHub repository's deliveries may reach: links set by the admin.
 import type { Store } from './store.ts'
+import { raise } from './events.ts'
 
 /** GitHub treats owner/name case-insensitively, so links are keyed by the lower-case full name. */
 export function repositoryKey(fullName: string): string {
@@ -26,7 +27,7 @@ export async function unlinkRepository(store: Store, workspaceId: string, reposi
     await tx.gitHubRepositoryLink.deleteMany({ where: key })
     return observations.map((o) => o.taskId!)
   })
-  for (const taskId of affected) store.events.emit({ kind: 'pullRequest.observed', taskId, workspaceId })
+  for (const taskId of affected) raise(store, { kind: 'pullRequest.observed', taskId, workspaceId })
 }
 
 export function linksOfWorkspaces({ db }: Store, workspaceIds: readonly string[]) {

@@ -8,6 +8,7 @@
 import type { Prisma } from '../generated/sqlite/client.ts'
 import type { Store } from './store.ts'
 import { repositoryKey } from './github-links.ts'
+import { raise } from './events.ts'
 
 type PullRequestState = 'OPEN' | 'CLOSED' | 'MERGED'
 type Checks = 'PENDING' | 'SUCCESS' | 'FAILURE'
@@ -119,6 +120,6 @@ async function applyParts(store: Store, pr: ObservedPullRequest): Promise<Observ
   const row = await db.pullRequestObservation.findUnique({ where: { workspaceId_repository_number: key }, select: { taskId: true } })
   if (!row) return 'unknown'
   if (!applied) return 'stale'
-  if (row.taskId) store.events.emit({ kind: 'pullRequest.observed', taskId: row.taskId, workspaceId: pr.workspaceId })
+  if (row.taskId) raise(store, { kind: 'pullRequest.observed', taskId: row.taskId, workspaceId: pr.workspaceId })
   return 'applied'
 }

@@ -2,6 +2,7 @@
 // link); the deliveries they come from are webhook-deliveries.ts's.
 import type { Store } from './store.ts'
 import { repositoryKey } from './github-links.ts'
+import { raise } from './events.ts'
 
 export interface PullRequestInput {
   workspaceId: string
@@ -38,7 +39,7 @@ export async function recordPullRequest(store: Store, pr: PullRequestInput) {
       create: { ...fields, autoFix: autoFix ?? false, autoMerge: autoMerge ?? false },
       update: { ...fields, ...(autoFix !== undefined && { autoFix }), ...(autoMerge !== undefined && { autoMerge }) },
     })
-    if (row.taskId) store.events.emit({ kind: 'pullRequest.observed', taskId: row.taskId, workspaceId: row.workspaceId })
+    if (row.taskId) raise(store, { kind: 'pullRequest.observed', taskId: row.taskId, workspaceId: row.workspaceId })
     return row
   } catch (error) {
     if ((error as { code?: string }).code === FOREIGN_KEY_VIOLATION) return undefined

@@ -4,6 +4,7 @@ import { allocateFeedPositions, recordTombstone } from './feed.ts'
 import { Prisma } from '../generated/sqlite/client.ts'
 import { rawDate, rawInt } from './raw-values.ts'
 import { SUMMARY_READ_COLUMNS, summaryReadRow, type RawSummaryColumns, type SummaryReadRow } from './summaries.ts'
+import { raise } from './events.ts'
 
 export interface NewTaskRepository {
   name: string
@@ -88,7 +89,7 @@ export async function createTask(store: Store, input: NewTask) {
       },
     })
   })
-  store.events.emit({ kind: 'task.created', taskId: task.id, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
+  raise(store, { kind: 'task.created', taskId: task.id, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
   return task
 }
 
@@ -122,7 +123,7 @@ export async function updateTask(store: Store, taskId: string, changes: TaskChan
     }
     return updated
   })
-  store.events.emit({ kind: 'task.updated', taskId, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
+  raise(store, { kind: 'task.updated', taskId, workspaceId: task.workspaceId, feedSequence: task.feedSequence })
   return task
 }
 
@@ -136,7 +137,7 @@ export async function deleteTask(store: Store, taskId: string) {
     await recordTombstone(tx, { taskId, workspaceId, feedSequence, deletedAt: store.now() })
     return { task, feedSequence }
   })
-  store.events.emit({ kind: 'task.deleted', taskId, workspaceId: task.workspaceId, feedSequence })
+  raise(store, { kind: 'task.deleted', taskId, workspaceId: task.workspaceId, feedSequence })
   return task
 }
 
