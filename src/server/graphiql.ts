@@ -91,7 +91,10 @@ export const README_FIRST_QUERY = '{ viewer { user { id name } workspaces { id n
 /** What a new user needs: the first query of the README, which works once the header holds a token. */
 export const graphiqlOptions: GraphiQLOptions = {
   title: 'Task status server',
-  subscriptionsProtocol: 'WS',
+  // Over SSE GraphiQL sends its headers editor's Authorization with every subscription, and an
+  // error (an unknown token) shows in its result pane. Over WS it sent connection_init without
+  // them: the socket closed with 4403 and GraphiQL retried in silence, forever.
+  subscriptionsProtocol: 'SSE',
   headers: JSON.stringify({ Authorization: 'Bearer <token>' }, null, 2),
   defaultQuery: `# Put an admin or user token into the Authorization header below, then run:\n${README_FIRST_QUERY}\n`,
 }
