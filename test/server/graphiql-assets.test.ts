@@ -52,10 +52,10 @@ describe('GraphiQL page and assets name no other host (sqlite)', () => {
     return [...new Set([...attributes, ...scriptPaths])]
   }
 
-  it('serves a page with no URL of another host, with the title, WS subscriptions and the README query', () => {
+  it('serves a page with no URL of another host, with the title, SSE subscriptions (they carry the headers editor token) and the README query', () => {
     expect(foreignUrls(html)).toEqual([])
     expect(html).toContain('<title>Task status server</title>')
-    expect(html).toContain('"subscriptionsProtocol":"WS"')
+    expect(html).toContain('"subscriptionsProtocol":"SSE"')
     expect(html).toContain(JSON.stringify(README_FIRST_QUERY).slice(1, -1))
     expect(html).toContain('Authorization')
     expect(html.length).toBeLessThan(10_000)
