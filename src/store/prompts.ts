@@ -16,10 +16,6 @@ export async function promptSession(store: Store, sessionId: string): Promise<(S
   return session && { ...session, workspaceId: await workspaceOf(store, session.taskId) }
 }
 
-async function readPromptSession(store: Store, sessionId: string): Promise<PromptSession> {
-  const session = await store.db.session.findUniqueOrThrow({ where: { id: sessionId } })
-  return { ...session, workspaceId: await workspaceOf(store, session.taskId) }
-}
 
 /**
  * Stores a user prompt under its client-generated id together with the turn it starts, in one
@@ -32,7 +28,8 @@ export async function insertPrompt(
   store: Store,
   input: { clientMessageId: string; content: string } & ({ session: PromptSession } | { sessionId: string }),
 ) {
-  const session = 'session' in input ? input.session : await readPromptSession(store, input.sessionId)
+  const session = 'session' in input ? input.session : await promptSession(store, input.sessionId)
+  if (!session) throw new Error(`Session ${'sessionId' in input ? input.sessionId : ''} does not exist.`)
   const at = store.now()
   try {
     const { message, turn } = await store.db.$transaction(async (tx) => {
