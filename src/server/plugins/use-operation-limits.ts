@@ -17,6 +17,7 @@ import { MaxTokensParserWLexer } from '@escape.tech/graphql-armor-max-tokens'
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit'
 import { queryDepthRule } from './query-depth.ts'
 import { OPERATION_LIMITS, type OperationLimits } from '../../contract/operation-limits.ts'
+import { refuseBeforeRunning } from './refuse-before-running.ts'
 
 /** graphql-armor words every refusal as a "Syntax Error" and sets no code; the contract promises BAD_USER_INPUT. */
 function limitError(error: GraphQLError, limit: string): GraphQLError {
@@ -166,16 +167,7 @@ function costLimitPlugin(limits: OperationLimits): Plugin {
     }
     return errors.length > 0 ? { errors } : undefined
   }
-  return {
-    onExecute({ args, setResultAndStopExecution }) {
-      const refused = refusal(args)
-      if (refused) setResultAndStopExecution(refused)
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const refused = refusal(args)
-      if (refused) setResultAndStopExecution(refused)
-    },
-  }
+  return refuseBeforeRunning(refusal)
 }
 
 /**

@@ -1,5 +1,6 @@
 import { BREAK, GraphQLError, Kind, visit, type ASTNode, type DocumentNode, type ValueNode } from 'graphql'
 import type { Plugin } from 'graphql-yoga'
+import { refuseBeforeRunning } from './refuse-before-running.ts'
 
 /**
  * A lone UTF-16 surrogate: a high one not followed by a low one, or a low one not preceded by a
@@ -129,14 +130,5 @@ export function stringInputPlugin(): Plugin {
     const error = literalRefusalOf(args.document) ?? variableRefusal(args.document, args.variableValues)
     return error ? { errors: [error] } : undefined
   }
-  return {
-    onExecute({ args, setResultAndStopExecution }) {
-      const refused = check(args)
-      if (refused) setResultAndStopExecution(refused)
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const refused = check(args)
-      if (refused) setResultAndStopExecution(refused)
-    },
-  }
+  return refuseBeforeRunning(check)
 }
