@@ -16,7 +16,7 @@ const config: CodegenConfig = {
   schema: 'schema.graphql',
   generates: {
     'test/generated/graphql.ts': { documents: ['test/documents/*.graphql'], ...typedOperations },
-    'src/client/generated/graphql.ts': { documents: ['src/client/operations/*.graphql'], ...typedOperations },
+    'packages/client/src/generated/graphql.ts': { documents: ['packages/client/src/operations/*.graphql'], ...typedOperations },
   },
   hooks: {},
 }

@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'src/generated/', 'test/generated/', 'src/client/generated/', 'data/'] },
+  { ignores: ['node_modules/', 'dist/', 'packages/*/dist/', 'src/generated/', 'test/generated/', 'packages/client/src/generated/', 'data/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

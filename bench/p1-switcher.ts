@@ -1,5 +1,5 @@
 // P1: what a task switcher pays while 26 of 27 tasks' sessions stream. Both clients send the
-// SDK's own operations (src/client/operations): one boots (ClientBoot) and follows the workspace
+// SDK's own operations (packages/client/src/operations): one boots (ClientBoot) and follows the workspace
 // feed after boot.feedCursor (ClientWorkspaceEvents), as the SDK's openWorkspace does; the
 // baseline, in the same run, also opens every session's stream with the SDK's ClientSessionEvents
 // (what a switcher without summaries would have to do: setVisibleSessions with every session).
@@ -106,7 +106,7 @@ try {
       { metric: `frames received, ${FEED} only (frames ratio)`, value: switcher.tally.frames, unit: 'frames', baseline: { label: baselineLabel, value: everything.tally.frames } },
     ],
     notes: [
-      `Both clients send the SDK's operations (src/client/operations, as the page sends them through the SDK): ClientBoot, then ${FEED}(workspaceId, after: boot.feedCursor); the baseline adds ${SESSION}(sessionId) for every streaming session. Counted: every WebSocket message either client receives from the moment all subscriptions are live (the server's keepalive pings included) until the streams settle; the boot response and the SessionJoined snapshots are before it.`,
+      `Both clients send the SDK's operations (packages/client/src/operations, as the page sends them through the SDK): ClientBoot, then ${FEED}(workspaceId, after: boot.feedCursor); the baseline adds ${SESSION}(sessionId) for every streaming session. Counted: every WebSocket message either client receives from the moment all subscriptions are live (the server's keepalive pings included) until the streams settle; the boot response and the SessionJoined snapshots are before it.`,
       `The feed carries whole summary replacements, ${perRevision.toFixed(0)} B each with the SDK's selection (TaskStatusSummaryUpdated with StatusSummaryFields); revisions come from state changes (running, generating, settled), not from chunks, so the feed's cost does not grow with the streams' length.`,
       `The baseline's session streams are what the SDK's ${SESSION} receives: each MessageUpdated selects the whole message (content, never the (v1.2) append field), coalesced into 100 ms windows, an update not yet written replaced by the next: the agents streamed ${(streamedText / 1024).toFixed(0)} KiB of message text in all and the baseline received ${(everything.tally.bytes / streamedText).toFixed(2)}× that, each window re-sending its message whole. The feed's bytes do not grow with CHUNKS, so the ratio (${byteRatio.toFixed(1)}×) does; a client selecting append instead of content would receive each streamed character once (not measured: the SDK does not send it).`,
       'Setup and the settle check (createWorkspace, createTask, startSession, a tasks query) are hand-written admin requests over HTTP, not counted; the streams are started by the SDK\'s ClientAddMessage over HTTP.',

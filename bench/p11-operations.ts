@@ -1,7 +1,7 @@
-// P11's request: the SDK's ClientTasksPage (src/client/operations/queries.graphql) with an
+// P11's request: the SDK's ClientTasksPage (packages/client/src/operations/queries.graphql) with an
 // `orderBy` variable passed to tasks(…), as a GraphQL client that sorts its switcher sends it.
 import { Kind, print, visit, type DocumentNode } from 'graphql'
-import { ClientTasksPageDocument } from '../src/client/generated/graphql.ts'
+import { ClientTasksPageDocument } from '../packages/client/src/generated/graphql.ts'
 
 /** ClientTasksPage with `$orderBy: TaskOrder` passed to tasks(…): the SDK's selection, sorted. */
 export const QUERY = print(

@@ -118,7 +118,7 @@ try {
     title: `task orders: tasks(first: ${FIRST}, orderBy: NEEDS_ATTENTION) vs LAST_ACTIVITY at ${TASKS.toLocaleString('en')} tasks (median of ${RUNS} requests each)`,
     rows,
     notes: [
-      `The request is the SDK's ClientTasksPage (src/client/operations/queries.graphql: TaskRowFields with every summary field) with an \`orderBy\` variable. The workspace holds ${TASKS.toLocaleString('en')} tasks: one in ${PENDING_EVERY} waits on a permission, one in ${FAILED_EVERY} (of the rest) failed with an error, the others are idle; the bench checks that NEEDS_ATTENTION lists the waiting ones first.`,
+      `The request is the SDK's ClientTasksPage (packages/client/src/operations/queries.graphql: TaskRowFields with every summary field) with an \`orderBy\` variable. The workspace holds ${TASKS.toLocaleString('en')} tasks: one in ${PENDING_EVERY} waits on a permission, one in ${FAILED_EVERY} (of the rest) failed with an error, the others are idle; the bench checks that NEEDS_ATTENTION lists the waiting ones first.`,
       'NEEDS_ATTENTION reads the stored summary columns (attentionRank, attentionKey) along the index TaskStatusSummary(workspaceId, attentionRank, attentionKey, taskId DESC), never the history; LAST_ACTIVITY reads Task(workspaceId, lastActivityAt, id). The deep page continues from a cursor (a keyset, not an offset).',
     ],
   })

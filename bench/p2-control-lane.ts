@@ -3,14 +3,14 @@
 // delivery lanes with the acknowledged send window (default limits), a plain FIFO (limits.fifo,
 // what a stock graphql-ws server does) and the same reader with no flood (idle), in one run, for
 // the two ways a client follows a stream (appends, or the whole message in every update). The
-// client sends what the SDK sends (src/client/operations): its sessionEvents subscription, and its
+// client sends what the SDK sends (packages/client/src/operations): its sessionEvents subscription, and its
 // ClientTaskRow query as the request. The server runs in a child process; this process is the client.
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { Kind, print, visit, type DocumentNode, type FragmentSpreadNode, type InlineFragmentNode, type SelectionNode } from 'graphql'
 import { DEFAULT_LIMITS } from '../src/delivery/outbound-scheduler.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
-import { ClientSessionEventsDocument, ClientTaskRowDocument } from '../src/client/generated/graphql.ts'
+import { ClientSessionEventsDocument, ClientTaskRowDocument } from '../packages/client/src/generated/graphql.ts'
 import { AddMessageDocument, StartSessionDocument } from '../test/generated/graphql.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import { report, type Row } from './scenario.ts'
@@ -295,7 +295,7 @@ report({
     `that follows its session with the SDK's ClientSessionEvents, flooded by ${ROUNDS} streams of ${CHUNKS} chunks (one after the other)`,
   rows,
   notes: [
-    `Operations: the request is the ${REQUEST_LABEL} (src/client/operations/queries.graphql); the stream is followed with the SDK's ` +
+    `Operations: the request is the ${REQUEST_LABEL} (packages/client/src/operations/queries.graphql); the stream is followed with the SDK's ` +
       `ClientSessionEvents subscription (MessageUpdated { message { ...StreamedMessageFields } append { offset text } }), or for "whole content" ` +
       `the same document with MessageUpdated { message { ...TranscriptMessageFields } } (a v1.1 client).`,
     describe('idle', idle),

@@ -1,5 +1,5 @@
 // P4: the list read paths as the task switcher sends them, the SDK's own documents
-// (src/client/operations/queries.graphql): ClientTasksPage with first: 500 and ClientBoot with the
+// (packages/client/src/operations/queries.graphql): ClientTasksPage with first: 500 and ClientBoot with the
 // SDK's page size, each with every task's statusSummary (…StatusSummaryFields) against the same
 // document with that selection removed (the baseline), on SQLite and on PostgreSQL, with 0 and
 // 100,000 messages of history spread over the tasks. Each (provider, history) pair is its own
@@ -8,7 +8,7 @@
 // The servers count their SQL statements per request. `tsx bench/p4-profile.ts` takes the
 // server's share of one pair apart (CPU by origin, allocations).
 import { deployMigrations } from '../src/store/migrate.ts'
-import { BOOT_PAGE_SIZE } from '../src/client/task-client.ts'
+import { BOOT_PAGE_SIZE } from '../packages/client/src/task-client.ts'
 import { startPostgresCluster } from '../test/support/postgres-cluster.ts'
 import { report, type Row } from './scenario.ts'
 import { startBenchServer, BENCH_ADMIN_TOKEN, type BenchServer } from './server-process.ts'
@@ -142,7 +142,7 @@ try {
     title: `lists: the SDK's ClientTasksPage (first: ${FIRST.tasks}) and ClientBoot (first: ${FIRST.boot}), with and without the summary selection, by history (median of ${RUNS} requests each)`,
     rows,
     notes: [
-      `Both are the SDK's documents (src/client/operations/queries.graphql) with their fragments; the baseline is the same document without \`statusSummary { …StatusSummaryFields }\`. ClientBoot reads BOOT_PAGE_SIZE (${FIRST.boot}) tasks as the SDK does: with every summary field, first: 500 is over the operation cost limit.`,
+      `Both are the SDK's documents (packages/client/src/operations/queries.graphql) with their fragments; the baseline is the same document without \`statusSummary { …StatusSummaryFields }\`. ClientBoot reads BOOT_PAGE_SIZE (${FIRST.boot}) tasks as the SDK does: with every summary field, first: 500 is over the operation cost limit.`,
       'A page with its summaries is one statement: the task rows, each task’s stored summary row and whether it has an open permission/clarification request. One more reads the open requests with their session’s state and newest turn, only when some task of the page has one (one in ten here); a session whose newest turn does not decide alone (an agent relaunch, an empty reservation) adds a read of its few newest turns. History does not enter the read path, so the statement count is the same at every history size.',
       'What remains of the with/without ratio is the size of what is asked: the summary selection makes the response ~3.8× larger (312 KB against 83 KB for 500 tasks) and adds ~23 fields per task. Queries run through graphql-jit (src/server/plugins/use-jit-queries.ts); of the server’s extra time, garbage collection, encoding and serializing the larger response, execution and the summaries’ columns and open-request reads each take a part (`tsx bench/p4-profile.ts` splits it by origin), and the client’s parsing of the larger response is in the wall time too.',
     ],

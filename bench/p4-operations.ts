@@ -1,7 +1,7 @@
-// P4's operations: the SDK's own list documents (src/client/operations/queries.graphql), as the
+// P4's operations: the SDK's own list documents (packages/client/src/operations/queries.graphql), as the
 // task switcher sends them, and the same documents with the statusSummary selection removed.
 import { Kind, print, visit, type DocumentNode } from 'graphql'
-import { ClientBootDocument, ClientTasksPageDocument } from '../src/client/generated/graphql.ts'
+import { ClientBootDocument, ClientTasksPageDocument } from '../packages/client/src/generated/graphql.ts'
 
 /** The same operation without `statusSummary { ...StatusSummaryFields }` (and the fragment it alone used). */
 export function withoutSummary(document: DocumentNode): DocumentNode {

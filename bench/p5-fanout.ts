@@ -8,7 +8,7 @@
 // Variants (BENCH_P5_VARIANTS): `sdk-resume`, resumed after boot.feedCursor as the SDK subscribes;
 // `sdk-live`, the same operation without `after`.
 import { print } from 'graphql'
-import { ClientWorkspaceEventsDocument } from '../src/client/generated/graphql.ts'
+import { ClientWorkspaceEventsDocument } from '../packages/client/src/generated/graphql.ts'
 import { eventually } from '../test/support/wait.ts'
 import { report, type Row } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, bootFeedCursor, startBenchServer, type BenchServer } from './server-process.ts'
@@ -261,7 +261,7 @@ report({
   series,
   notes: [
     `${ROUNDS} deltas per size, each a real revision (a session's subagent count written through the store, derived by the projector, published on the workspace feed); latency from just before the store write to each client's arrival, wall clock shared between processes; frames: ${[...frames].map(([label, bytes]) => `${bytes} B (${label})`).join(', ')}.`,
-    `Operation: every subscriber sends the SDK's own workspaceEvents subscription (ClientWorkspaceEvents in src/client/operations/subscriptions.graphql, the selection the SDK and the page use), with \`after\` set to boot.feedCursor as the SDK does after its boot, or without it. Throughput is deliveries per second from each trigger to its round's last arrival; CPU is the process's user + system time over the measured rounds (the server's includes the store write and projection) per delivery; both against the raw ws broadcast of the same frame to the same clients. Opening: from the first connection to the last subscription registered.`,
+    `Operation: every subscriber sends the SDK's own workspaceEvents subscription (ClientWorkspaceEvents in packages/client/src/operations/subscriptions.graphql, the selection the SDK and the page use), with \`after\` set to boot.feedCursor as the SDK does after its boot, or without it. Throughput is deliveries per second from each trigger to its round's last arrival; CPU is the process's user + system time over the measured rounds (the server's includes the store write and projection) per delivery; both against the raw ws broadcast of the same frame to the same clients. Opening: from the first connection to the last subscription registered.`,
     `Clients: ${WORKERS} worker processes of hand-written graphql-transport-ws clients, the same in both runs; the baseline is a bare ws server writing the same frame bytes, with no store, projector, GraphQL or scheduler.`,
     ...[profileNote('server', profiles.server), profileNote('raw ws', profiles.raw)].filter((n): n is string => !!n),
     'Limits: every process shares the machine\'s two cores, so the clients\' reading is part of both figures.',

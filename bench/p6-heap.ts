@@ -6,7 +6,7 @@
 // (no GraphQL) in a process of its own; per cycle, a query round trip on the same connection.
 // Clients run in worker processes (idle connections) and in this process (cycles).
 import { print } from 'graphql'
-import { ClientSessionEventsDocument, ClientViewerDocument, ClientWorkspaceEventsDocument } from '../src/client/generated/graphql.ts'
+import { ClientSessionEventsDocument, ClientViewerDocument, ClientWorkspaceEventsDocument } from '../packages/client/src/generated/graphql.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { eventually } from '../test/support/wait.ts'
 import { report } from './scenario.ts'

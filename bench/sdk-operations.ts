@@ -1,12 +1,12 @@
-// The client SDK's own operations (src/client/operations/*.graphql, generated into
-// src/client/generated/graphql.ts), sent the way the SDK sends them, so a bench row measures what
+// The client SDK's own operations (packages/client/src/operations/*.graphql, generated into
+// packages/client/src/generated/graphql.ts), sent the way the SDK sends them, so a bench row measures what
 // the SDK and the page (src/web, which talks only through the SDK) actually send: the same
 // document text, operation name and variables. Queries and mutations go over the client's
 // graphql-ws socket as the SDK's transport does (one `subscribe` answered by `next` + `complete`),
 // or over HTTP where the socket is not what is measured (seeding, triggers).
 import { print, type DocumentNode } from 'graphql'
 import type { Client } from 'graphql-ws'
-import { BOOT_PAGE_SIZE } from '../src/client/task-client.ts'
+import { BOOT_PAGE_SIZE } from '../packages/client/src/task-client.ts'
 import { httpGql } from './support.ts'
 
 export {
@@ -16,7 +16,7 @@ export {
   ClientStartSessionDocument,
   ClientTasksPageDocument,
   ClientWorkspaceEventsDocument,
-} from '../src/client/generated/graphql.ts'
+} from '../packages/client/src/generated/graphql.ts'
 export { BOOT_PAGE_SIZE }
 
 /** A generated typed document: its result and variables types ride along. */
@@ -32,7 +32,7 @@ export function operationName(document: DocumentNode): string {
 
 const printed = new WeakMap<DocumentNode, { query: string; operationName: string }>()
 
-/** The payload the SDK's transport sends for `document` (src/client/transport.ts payloadOf). */
+/** The payload the SDK's transport sends for `document` (packages/client/src/transport.ts payloadOf). */
 export function sdkPayload<TResult, TVariables>(document: Doc<TResult, TVariables>, variables: TVariables) {
   let entry = printed.get(document)
   if (!entry) printed.set(document, (entry = { query: print(document), operationName: operationName(document) }))

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react'
-import { useStore } from 'zustand'
-import { createTaskClient, type TaskClient } from '../client/index.ts'
+import type { TaskClient } from '@task-status/client'
+import { useConnection, useTaskClient, useTaskRow, useWorkspace } from '@task-status/client/react'
 import { SessionPane, errorText } from './SessionPane.tsx'
 import { TaskSheet, TaskSidebar } from './TaskSwitcher.tsx'
 import { storeToken, storedToken, takeTokenFromLocation } from './token.ts'
@@ -60,13 +60,8 @@ function SignIn(props: { onToken: (token: string) => void }) {
 }
 
 function Workspace(props: { token: string; onSignOut: () => void }) {
-  // Made in an effect, not a memo: the client owns a socket, and the effect's cleanup is what closes it.
-  const [client, setClient] = useState<TaskClient | null>(null)
-  useEffect(() => {
-    const created = createTaskClient({ url: new URL('/graphql', window.location.href).href, token: props.token })
-    setClient(created)
-    return () => created.dispose()
-  }, [props.token])
+  // The hook makes the client in an effect: it owns a socket, and the effect's cleanup closes it.
+  const client = useTaskClient({ url: new URL('/graphql', window.location.href).href, token: props.token })
   if (!client) return null
   return <WorkspaceView client={client} onSignOut={props.onSignOut} />
 }
@@ -92,15 +87,13 @@ function WorkspaceView(props: { client: TaskClient; onSignOut: () => void }) {
     }
   }, [client])
 
-  useEffect(() => {
-    if (!workspaceId) return
-    client.openWorkspace(workspaceId).catch((e: unknown) => setError(errorText(e)))
-  }, [client, workspaceId])
+  const workspace = useWorkspace(client, workspaceId)
+  const failure = error ?? (workspace.error ? errorText(workspace.error) : null)
 
-  if (error)
+  if (failure)
     return (
       <div className="sign-in">
-        <p className="error-text">{error}</p>
+        <p className="error-text">{failure}</p>
         <button type="button" onClick={props.onSignOut}>
           Use another token
         </button>
@@ -136,16 +129,8 @@ function Switcher(props: {
   const phone = usePhoneLayout()
   const [selectedTaskId, setSelectedTaskId] = useState<string | null>(null)
   const [sheetOpen, setSheetOpen] = useState(false)
-  const selected = useStore(client.summaries, (s) => (selectedTaskId ? (s.tasks[selectedTaskId] ?? null) : null))
-  const connection = useStore(client.connection, (s) => s.status)
-  const sessionId = selected?.summary?.primarySession?.id ?? null
-
-  // Only the session on screen is subscribed. Every summary revision of the selected task renders a
-  // new array here; the client diffs membership by id, so an unchanged set costs no frame.
-  const visibleSessions = sessionId ? [sessionId] : []
-  useEffect(() => {
-    client.setVisibleSessions(visibleSessions)
-  })
+  const selected = useTaskRow(client, selectedTaskId)
+  const connection = useConnection(client).status
 
   const select = (taskId: string) => {
     setSelectedTaskId(taskId)

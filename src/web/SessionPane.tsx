@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'react'
-import { useStore } from 'zustand'
-import type { Message, SendResult, TaskClient, TaskRow } from '../client/index.ts'
+import type { Message, SendResult, TaskClient, TaskRow } from '@task-status/client'
+import { useSendMessage, useSession } from '@task-status/client/react'
 
 /** The selected task's primary session: its live transcript, what it waits for, and a message box. */
 export function SessionPane(props: { client: TaskClient; task: TaskRow | null }) {
@@ -46,8 +46,9 @@ function NoSession(props: { client: TaskClient; taskId: string }) {
 
 function SessionView(props: { client: TaskClient; taskId: string; sessionId: string }) {
   const { client, sessionId } = props
-  const view = useStore(client.sessions, (s) => s.byId[sessionId])
-  const messages = view ? view.messageIds.map((id) => view.messages[id]).filter((m): m is Message => Boolean(m)) : []
+  // Mounted while the session is on screen: the client follows its stream exactly that long.
+  const view = useSession(client, sessionId)
+  const messages = view?.transcript ?? []
   const pending = messages.filter((m) => (m.kind === 'PERMISSION_REQUEST' || m.kind === 'CLARIFICATION') && m.status === 'PENDING')
   const transcript = useRef<HTMLDivElement>(null)
 
@@ -129,8 +130,7 @@ function PendingRequest(props: { client: TaskClient; sessionId: string; message:
 
 function MessageBox(props: { client: TaskClient; taskId: string; sessionId: string }) {
   const [text, setText] = useState('')
-  const [sending, setSending] = useState(false)
-  const [result, setResult] = useState<SendResult | { outcome: 'failed'; error: string } | null>(null)
+  const { send: sendMessage, sending, result, error } = useSendMessage(props.client)
   // An unconfirmed send keeps its id: sending the same text again can then only ever store it once.
   const unconfirmed = useRef<{ id: string; content: string } | null>(null)
   const send = () => {
@@ -138,20 +138,14 @@ function MessageBox(props: { client: TaskClient; taskId: string; sessionId: stri
     if (!content || sending) return
     // The client picks a fresh id for a new text (crypto.randomUUID exists only on https and localhost).
     const clientMessageId = unconfirmed.current?.content === content ? unconfirmed.current.id : undefined
-    setSending(true)
-    setResult(null)
-    props.client
-      .sendMessage({ taskId: props.taskId, sessionId: props.sessionId, content, clientMessageId })
-      .then((r) => {
-        setResult(r)
-        if (r.outcome === 'unknown') unconfirmed.current = { id: r.clientMessageId, content }
-        else {
-          unconfirmed.current = null
-          setText('')
-        }
-      })
-      .catch((e: unknown) => setResult({ outcome: 'failed', error: errorText(e) }))
-      .finally(() => setSending(false))
+    void sendMessage({ taskId: props.taskId, sessionId: props.sessionId, content, clientMessageId }).then((r: SendResult | null) => {
+      if (!r) return
+      if (r.outcome === 'unknown') unconfirmed.current = { id: r.clientMessageId, content }
+      else {
+        unconfirmed.current = null
+        setText('')
+      }
+    })
   }
   return (
     <form
@@ -182,7 +176,7 @@ function MessageBox(props: { client: TaskClient; taskId: string; sessionId: stri
           Could not confirm the message was received. Sending again reuses the same id, so it is never stored twice.
         </p>
       )}
-      {result?.outcome === 'failed' && <p className="error-text">{result.error}</p>}
+      {error != null && <p className="error-text">{errorText(error)}</p>}
     </form>
   )
 }

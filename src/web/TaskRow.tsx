@@ -1,5 +1,5 @@
 import { memo } from 'react'
-import type { TaskRow as TaskRowData } from '../client/index.ts'
+import type { TaskRow as TaskRowData } from '@task-status/client'
 import { rowBadges } from './badges.ts'
 
 const primaryIcons: Record<string, string> = {

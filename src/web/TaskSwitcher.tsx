@@ -1,17 +1,9 @@
-import { useMemo } from 'react'
-import { useStore } from 'zustand'
-import type { TaskClient } from '../client/index.ts'
-import { byActivity } from './badges.ts'
+import type { TaskClient } from '@task-status/client'
+import { useTaskSummaries } from '@task-status/client/react'
 import { TaskRow } from './TaskRow.tsx'
 
-/** The rows, newest activity first; both switchers read the same list from the summary store. */
-function useSortedTasks(client: TaskClient) {
-  const tasks = useStore(client.summaries, (s) => s.tasks)
-  return useMemo(() => Object.values(tasks).sort(byActivity), [tasks])
-}
-
 export function TaskList(props: { client: TaskClient; selectedTaskId: string | null; onSelect: (taskId: string) => void; label: string }) {
-  const tasks = useSortedTasks(props.client)
+  const tasks = useTaskSummaries(props.client)
   return (
     <ul className="task-list" aria-label={props.label}>
       {tasks.map((task) => (

@@ -1,4 +1,4 @@
-import type { StatusSummary } from '../client/index.ts'
+import type { StatusSummary } from '@task-status/client'
 
 /**
  * The row's primary state icon, by the spec's task-row precedence: pending permission outranks
@@ -72,11 +72,4 @@ export function rowBadges(summary: StatusSummary | null): RowBadges {
           }
         : null,
   }
-}
-
-/** Newest activity first (the server's list order), title as the tie-break so rows never jump at random. */
-export function byActivity<T extends { title: string; summary: StatusSummary | null; updatedAt: string }>(a: T, b: T): number {
-  const at = a.summary?.lastActivityAt ?? a.updatedAt
-  const bt = b.summary?.lastActivityAt ?? b.updatedAt
-  return at === bt ? a.title.localeCompare(b.title) : at < bt ? 1 : -1
 }

@@ -1,8 +1,8 @@
 import type { ClientOptions, FormattedExecutionResult, Sink, SubscribePayload } from 'graphql-ws'
 import type { GraphQLFormattedError } from 'graphql'
-import { TaskClientImpl, type TaskClientOptions } from '../../src/client/task-client.ts'
-import type { Message, MessageAppend, SessionInfo, StatusSummary } from '../../src/client/index.ts'
-import type { TaskRowPayload } from '../../src/client/types.ts'
+import { TaskClientImpl, type TaskClientOptions } from '../../packages/client/src/task-client.ts'
+import type { Message, MessageAppend, SessionInfo, StatusSummary } from '../../packages/client/src/index.ts'
+import type { TaskRowPayload } from '../../packages/client/src/types.ts'
 
 /** One operation the SDK asked a fake graphql-ws client to run. */
 export class FakeOperation {
@@ -235,7 +235,7 @@ export function summary(taskId: string, revision: number, extra: Partial<StatusS
 }
 
 export function taskRow(id: string, title: string, statusSummary: StatusSummary | null): TaskRowPayload {
-  return { id, title, workflowStepId: 'step-1', updatedAt: '2026-01-01T00:00:00.000Z', statusSummary }
+  return { id, title, workflowStepId: 'step-1', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', statusSummary }
 }
 
 export function message(id: string, sessionId: string, version: number, content = `v${version}`, extra: Partial<Message> = {}): Message {

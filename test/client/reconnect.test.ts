@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { backoffMs, toWebSocketUrl } from '../../src/client/socket-policy.ts'
+import { backoffMs, toWebSocketUrl } from '../../packages/client/src/socket-policy.ts'
 import { harness, message, openBooted, sessionEvent, settle, taskRow } from './harness.ts'
 
 describe('reconnect with jittered exponential backoff', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { SEND_ROUNDS } from '../../src/client/index.ts'
+import { SEND_ROUNDS } from '../../packages/client/src/index.ts'
 import { harness, message, sessionEvent, sessionInfo, settle } from './harness.ts'
 
 const input = { taskId: 'task-1', sessionId: 's1', content: 'hello' }

@@ -8,8 +8,8 @@ import {
   replaceTranscript,
   updateMembership,
   upsertMessage,
-} from '../../src/client/sessions-store.ts'
-import type { Message, MessageUpdate, SessionsState } from '../../src/client/index.ts'
+} from '../../packages/client/src/sessions-store.ts'
+import type { Message, MessageUpdate, SessionsState } from '../../packages/client/src/index.ts'
 import { harness, message, sessionEvent, sessionInfo, settle } from './harness.ts'
 
 /** Sessions s1 (messages m1 v1, m2 v1) and s2 (n1 v1). */

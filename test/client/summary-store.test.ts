@@ -7,8 +7,8 @@ import {
   isUnknownTask,
   startBoot,
   startResync,
-} from '../../src/client/summary-store.ts'
-import type { FeedEvent, SummaryState } from '../../src/client/types.ts'
+} from '../../packages/client/src/summary-store.ts'
+import type { FeedEvent, SummaryState } from '../../packages/client/src/types.ts'
 import { feedEvent, summary, taskRow } from './harness.ts'
 
 const ws = 'ws-1'

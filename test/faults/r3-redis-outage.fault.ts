@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
-import { createTaskClient, type TaskClient } from '../../src/client/index.ts'
+import { createTaskClient, type TaskClient } from '../../packages/client/src/index.ts'
 import type { Store } from '../../src/store/store.ts'
 import { readSummaryRows } from '../../src/store/summaries.ts'
 import { instanceCluster } from '../support/instance-cluster.ts'

@@ -8,12 +8,12 @@ import { eventually } from '../support/wait.ts'
 import { createTask, updateTask } from '../../src/store/tasks.ts'
 import { feedHead } from '../../src/store/feed.ts'
 import { decodeFeedCursor, encodeFeedCursor } from '../../src/feed/cursor.ts'
-import { ClientWorkspaceEventsDocument, type ClientWorkspaceEventsSubscription } from '../../src/client/generated/graphql.ts'
+import { ClientWorkspaceEventsDocument, type ClientWorkspaceEventsSubscription } from '../../packages/client/src/generated/graphql.ts'
 import { BootFeedCursorDocument, ViewerDocument } from '../generated/graphql.ts'
 
 type FeedEvent = ClientWorkspaceEventsSubscription['workspaceEvents']
 
-/** The SDK's own subscription (src/client/operations), resumed after `after`: every event received, in order. */
+/** The SDK's own subscription (packages/client/src/operations), resumed after `after`: every event received, in order. */
 function resumed(client: Client, workspaceId: string, after: string | undefined) {
   const sub = wsSubscribe(client, ClientWorkspaceEventsDocument, { workspaceId, after })
   return {

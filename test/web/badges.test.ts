@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { byActivity, primaryBadge, rowBadges } from '../../src/web/badges.ts'
-import type { StatusSummary } from '../../src/client/index.ts'
+import { primaryBadge, rowBadges } from '../../src/web/badges.ts'
+import type { StatusSummary } from '../../packages/client/src/index.ts'
 import { summary as clientSummary } from '../client/harness.ts'
 
 /** A summary with a primary session waiting for input, nothing else going on, then `overrides`. */
@@ -51,13 +51,5 @@ describe('git and pull-request badges', () => {
     }
     expect(rowBadges(summary({ pullRequest } as Partial<StatusSummary>)).pullRequest).toEqual({ state: 'FAILURE', number: 7, count: 2, autoMerge: false, autoFix: true })
     expect(rowBadges(summary()).pullRequest).toBeNull()
-  })
-})
-
-describe('row order', () => {
-  it('newest activity first, then by title', () => {
-    const row = (title: string, at: string) => ({ title, updatedAt: at, summary: summary({ lastActivityAt: at }) })
-    const rows = [row('b', '2026-01-01T00:00:00.000Z'), row('a', '2026-01-01T00:00:00.000Z'), row('c', '2026-02-01T00:00:00.000Z')]
-    expect(rows.sort(byActivity).map((r) => r.title)).toEqual(['c', 'a', 'b'])
   })
 })

@@ -1,7 +1,7 @@
-import { errorCode, TaskClientError } from './errors.ts'
-import { backoffMs, FATAL_CLOSE_CODES } from './socket-policy.ts'
-import type { Doc, Outcome, Timers, Transport } from './transport.ts'
-import type { ClientDiagnostic, ConnectionState } from './types.ts'
+import { errorCode, TaskClientError } from './errors.js'
+import { backoffMs, FATAL_CLOSE_CODES } from './socket-policy.js'
+import type { Doc, Outcome, Timers, Transport } from './transport.js'
+import type { ClientDiagnostic, ConnectionState } from './types.js'
 import type { StoreApi } from 'zustand/vanilla'
 
 /** Attempts of a query whose answer is uncertain (viewer, loadTaskSessions, refetches). */

@@ -3,9 +3,10 @@
  * zustand/vanilla stores for the task switcher (summaries), the visible sessions and the
  * connection. It imports nothing from the server: only graphql-ws, zustand, immer and graphql.
  */
-export { createTaskClient, SEND_ROUNDS, type TaskClient, type TaskClientOptions } from './task-client.ts'
-export { TaskClientError } from './errors.ts'
-export type { WsClient, WsClientFactory } from './transport.ts'
+export { createTaskClient, SEND_ROUNDS, type TaskClient, type TaskClientOptions } from './task-client.js'
+export { TaskClientError } from './errors.js'
+export { compareTasks, sortTasks, TASK_ORDERS, type TaskOrder } from './task-order.js'
+export type { WsClient, WsClientFactory } from './transport.js'
 export type {
   ClientDiagnostic,
   ConnectionState,
@@ -21,7 +22,7 @@ export type {
   SummaryState,
   TaskRow,
   Viewer,
-} from './types.ts'
+} from './types.js'
 export type {
   ForegroundActivity,
   MessageAuthor,
@@ -30,4 +31,4 @@ export type {
   PullRequestAggregateState,
   RecoveryAction,
   SessionState,
-} from './generated/graphql.ts'
+} from './generated/graphql.js'

@@ -1,8 +1,8 @@
 import { print, type DocumentNode, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
 import { createClient, type Client, type ClientOptions } from 'graphql-ws'
 import type { StoreApi } from 'zustand/vanilla'
-import type { ClientDiagnostic, ConnectionState } from './types.ts'
-import { backoffMs, FATAL_CLOSE_CODES, KEEPALIVE_MS, PONG_TIMEOUT_MS, STABLE_CONNECTION_MS, toWebSocketUrl } from './socket-policy.ts'
+import type { ClientDiagnostic, ConnectionState } from './types.js'
+import { backoffMs, FATAL_CLOSE_CODES, KEEPALIVE_MS, PONG_TIMEOUT_MS, STABLE_CONNECTION_MS, toWebSocketUrl } from './socket-policy.js'
 
 /** A typed document (structurally the generated TypedDocumentNode). */
 export type Doc<TResult, TVariables> = DocumentNode & { __apiType?: (variables: TVariables) => TResult }

@@ -1,5 +1,5 @@
 import { produce, type Draft } from 'immer'
-import { toRow, type FeedEvent, type StatusSummary, type SummaryState, type TaskRow, type TaskRowPayload } from './types.ts'
+import { toRow, type FeedEvent, type StatusSummary, type SummaryState, type TaskRow, type TaskRowPayload } from './types.js'
 
 /**
  * The summary store's rules as pure functions over plain state (table-tested without a socket).

@@ -7,13 +7,13 @@ import type {
   StreamedMessageFieldsFragment,
   TaskRowFieldsFragment,
   TranscriptMessageFieldsFragment,
-} from './generated/graphql.ts'
+} from './generated/graphql.js'
 
 /** Every field of a task's bounded status summary (TaskStatusSummary), as the feed and the reads send it. */
 export type StatusSummary = StatusSummaryFieldsFragment
 
 /** One row of the task switcher. `summary` is null only while the server never derived one. */
-export type TaskRow = Pick<TaskRowFieldsFragment, 'id' | 'title' | 'workflowStepId' | 'updatedAt'> & { summary: StatusSummary | null }
+export type TaskRow = Pick<TaskRowFieldsFragment, 'id' | 'title' | 'workflowStepId' | 'createdAt' | 'updatedAt'> & { summary: StatusSummary | null }
 
 /** A transcript entry of a session (the whole message: `content` is always complete). */
 export type Message = TranscriptMessageFieldsFragment
@@ -97,5 +97,5 @@ export type SessionEvent = ClientSessionEventsSubscription['sessionEvents']
 export type TaskRowPayload = TaskRowFieldsFragment
 
 export function toRow(payload: TaskRowPayload): TaskRow {
-  return { id: payload.id, title: payload.title, workflowStepId: payload.workflowStepId, updatedAt: payload.updatedAt, summary: payload.statusSummary }
+  return { id: payload.id, title: payload.title, workflowStepId: payload.workflowStepId, createdAt: payload.createdAt, updatedAt: payload.updatedAt, summary: payload.statusSummary }
 }

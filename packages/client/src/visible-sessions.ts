@@ -1,8 +1,8 @@
 import type { FormattedExecutionResult, GraphQLFormattedError } from 'graphql'
 import type { StoreApi } from 'zustand/vanilla'
-import { ClientMessageDocument, ClientSessionEventsDocument, ClientSessionMessagesDocument, type ClientSessionEventsSubscription } from './generated/graphql.ts'
-import { errorCode } from './errors.ts'
-import type { Requests } from './requests.ts'
+import { ClientMessageDocument, ClientSessionEventsDocument, ClientSessionMessagesDocument, type ClientSessionEventsSubscription } from './generated/graphql.js'
+import { errorCode } from './errors.js'
+import type { Requests } from './requests.js'
 import {
   applyMessageRead,
   applyMessageUpdates,
@@ -16,9 +16,9 @@ import {
   setSessionInfo,
   updateMembership,
   upsertMessage,
-} from './sessions-store.ts'
-import type { SubscriptionHandle } from './transport.ts'
-import type { SessionEvent, SessionsState } from './types.ts'
+} from './sessions-store.js'
+import type { SubscriptionHandle } from './transport.js'
+import type { SessionEvent, SessionsState } from './types.js'
 
 type SessionResult = FormattedExecutionResult<ClientSessionEventsSubscription, unknown>
 

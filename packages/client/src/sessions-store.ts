@@ -1,5 +1,5 @@
 import { produce, type Draft } from 'immer'
-import type { Message, MessageAppend, MessageGap, MessageUpdate, SessionEntry, SessionInfo, SessionsState } from './types.ts'
+import type { Message, MessageAppend, MessageGap, MessageUpdate, SessionEntry, SessionInfo, SessionsState } from './types.js'
 
 /**
  * The session store's rules as pure functions over plain state. Every write goes through immer's

@@ -7,17 +7,17 @@ import {
   ClientStartSessionDocument,
   ClientTaskSessionsDocument,
   ClientViewerDocument,
-} from './generated/graphql.ts'
-import { errorCode, TaskClientError } from './errors.ts'
-import { newClientMessageId } from './ids.ts'
-import { Requests } from './requests.ts'
-import { initialSessionsState, setSessionInfo, upsertMessage } from './sessions-store.ts'
-import { backoffMs } from './socket-policy.ts'
-import { applyTaskPayloads, initialSummaryState } from './summary-store.ts'
-import { defaultWsClientFactory, Transport, type Outcome, type Timers, type WsClientFactory } from './transport.ts'
-import type { ClientDiagnostic, ConnectionState, Message, SendResult, SessionInfo, SessionsState, SummaryState, Viewer } from './types.ts'
-import { VisibleSessions } from './visible-sessions.ts'
-import { WorkspaceFeed } from './workspace-feed.ts'
+} from './generated/graphql.js'
+import { errorCode, TaskClientError } from './errors.js'
+import { newClientMessageId } from './ids.js'
+import { Requests } from './requests.js'
+import { initialSessionsState, setSessionInfo, upsertMessage } from './sessions-store.js'
+import { backoffMs } from './socket-policy.js'
+import { applyTaskPayloads, initialSummaryState } from './summary-store.js'
+import { defaultWsClientFactory, Transport, type Outcome, type Timers, type WsClientFactory } from './transport.js'
+import type { ClientDiagnostic, ConnectionState, Message, SendResult, SessionInfo, SessionsState, SummaryState, Viewer } from './types.js'
+import { VisibleSessions } from './visible-sessions.js'
+import { WorkspaceFeed } from './workspace-feed.js'
 
 export interface TaskClientOptions {
   /** ws(s)://host/graphql, or http(s)://host/graphql (converted to ws(s)). */

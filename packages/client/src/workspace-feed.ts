@@ -1,12 +1,12 @@
 import type { FormattedExecutionResult, GraphQLFormattedError } from 'graphql'
 import type { StoreApi } from 'zustand/vanilla'
-import { ClientBootDocument, ClientTaskRowDocument, ClientTasksPageDocument, ClientWorkspaceEventsDocument, type ClientWorkspaceEventsSubscription } from './generated/graphql.ts'
-import { errorCode, TaskClientError } from './errors.ts'
-import type { Requests } from './requests.ts'
-import { backoffMs } from './socket-policy.ts'
-import { applyBoot, applyFeedEvent, applyTaskPayloads, failBoot, initialSummaryState, isUnknownTask, startBoot, startResync } from './summary-store.ts'
-import type { SubscriptionHandle } from './transport.ts'
-import type { SummaryState, TaskRowPayload } from './types.ts'
+import { ClientBootDocument, ClientTaskRowDocument, ClientTasksPageDocument, ClientWorkspaceEventsDocument, type ClientWorkspaceEventsSubscription } from './generated/graphql.js'
+import { errorCode, TaskClientError } from './errors.js'
+import type { Requests } from './requests.js'
+import { backoffMs } from './socket-policy.js'
+import { applyBoot, applyFeedEvent, applyTaskPayloads, failBoot, initialSummaryState, isUnknownTask, startBoot, startResync } from './summary-store.js'
+import type { SubscriptionHandle } from './transport.js'
+import type { SummaryState, TaskRowPayload } from './types.js'
 
 type FeedResult = FormattedExecutionResult<ClientWorkspaceEventsSubscription, unknown>
 
