@@ -36,10 +36,12 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
   let activity: DemoActivity
 
   beforeAll(async () => {
+    // As `npm run demo` runs them: the agents take their scripts from the bundle's script folder.
     bundled = await bundleMockAgent()
-    server = await startTestServer('sqlite', { webRoot: inject('webRoot'), ...(bundled && { env: { AGENT_PROFILES: JSON.stringify({ mock: bundled.profile }) } }) })
+    if (!bundled) throw new Error('the mock agent could not be bundled')
+    server = await startTestServer('sqlite', { webRoot: inject('webRoot'), env: { AGENT_PROFILES: JSON.stringify({ mock: bundled.profile }) } })
     seeded = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken })
-    activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, intervalMs: 400 })
+    activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, scriptDir: bundled.scriptDir, intervalMs: 400 })
     browser = await launchBrowser()
     mkdirSync(SHOTS, { recursive: true })
   }, 120_000)
