@@ -39,6 +39,7 @@ export interface SeedOptions {
   /** How many tasks (27 by default). */
   tasks?: number
   userName?: string
+  /** "Acme" by default: short, so the phone's header shows it whole. */
   workspaceName?: string
   /** Where the temporary repositories go (os.tmpdir() by default; it must lie in the server's REPOSITORY_ROOTS). */
   tempDir?: string
@@ -126,7 +127,7 @@ export async function seedDemoWorkspace(options: SeedOptions): Promise<SeededWor
     })
     user = { graphqlUrl: options.graphqlUrl, token: created.createUser.token }
     const workspaceId = (
-      await graphqlWithRetry<{ createWorkspace: { id: string } }>(user, CREATE_WORKSPACE, { name: options.workspaceName ?? 'Demo workspace' })
+      await graphqlWithRetry<{ createWorkspace: { id: string } }>(user, CREATE_WORKSPACE, { name: options.workspaceName ?? 'Acme' })
     ).createWorkspace.id
     const steps = (
       await graphqlWithRetry<{ workflow: { steps: { id: string; name: string; position: number; terminal: boolean }[] } }>(user, WORKFLOW, {

@@ -69,6 +69,15 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
 
     await expect.poll(() => shownKinds(desktop, 'desktop'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
     await expect.poll(() => shownKinds(phone, 'phone'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
+    // The workspace's name shows whole in the phone's header: its select keeps its natural width.
+    const shrunk = await phone.locator('select[aria-label="Workspace"]').evaluate((select: HTMLSelectElement) => {
+      const shown = select.getBoundingClientRect().width
+      select.style.flexShrink = '0'
+      const natural = select.getBoundingClientRect().width
+      select.style.flexShrink = ''
+      return natural - shown
+    })
+    expect(shrunk).toBe(0)
 
     // The activity answers requests as it goes, possibly the one just opened: open a row waiting
     // for a permission until its session shows the pending request.
