@@ -17,12 +17,15 @@ export interface PackedSdk {
   integrity: string
 }
 
+/** What an enclosing `npm test` exports that the nested npm may keep: where the cache and the registry are. */
+const KEPT_NPM_SETTINGS = new Set(['npm_config_cache', 'npm_config_registry', 'npm_config_userconfig', 'npm_config_cafile'])
+
 /**
- * npm's environment without the `npm_*` variables an enclosing `npm test` sets (its prefix, its
- * workspace, its config), which would otherwise steer the nested npm towards this repository.
+ * The environment without the other `npm_*` variables an enclosing `npm test` exports: its
+ * `npm_config_local_prefix` (this repository) would make the nested npm install here instead.
  */
 export function cleanEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_')))
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.toLowerCase().startsWith('npm_') || KEPT_NPM_SETTINGS.has(key.toLowerCase())))
 }
 
 /**
@@ -52,7 +55,13 @@ export async function installConsumerProject(work: string, packed: PackedSdk): P
   const { manifest, lock } = consumerManifestAndLock(rootLock, { fileName: path.basename(packed.tarball), integrity: packed.integrity })
   writeFileSync(path.join(app, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
   writeFileSync(path.join(app, 'package-lock.json'), `${JSON.stringify(lock, null, 2)}\n`)
-  await run('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], { cwd: app, env: cleanEnv() })
+  try {
+    await run('npm', ['ci', '--offline', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error'], { cwd: app, env: cleanEnv() })
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? ''
+    if (!stderr.includes('ENOTCACHED')) throw error
+    throw new Error(`the npm cache lacks a package the consumers need: run \`npm ci\` in this repository (it fills the cache), then again.\n${stderr}`)
+  }
   return app
 }
 
