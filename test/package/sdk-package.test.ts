@@ -41,14 +41,16 @@ describe('@task-status/client packed, installed and used by an outside project',
 
   beforeAll(async () => {
     work = mkdtempSync(path.join(inject('tempRoot'), 'package-'))
-    // One tarball, one project and one offline install serve every consumer below.
-    ;[server, app] = await Promise.all([
-      startTestServer('sqlite', { webRoot: path.join(work, 'app', 'dist') }),
+    // One tarball, one project and one offline install serve every consumer below. Both settle
+    // before a failure is reported, so afterAll closes a server that started.
+    const [started, installed] = await Promise.allSettled([
+      startTestServer('sqlite', { webRoot: path.join(work, 'app', 'dist') }).then((s) => (server = s)),
       packSdk(work).then(async (result) => {
         packed = result
-        return installConsumerProject(work, result)
+        app = await installConsumerProject(work, result)
       }),
     ])
+    for (const outcome of [started, installed]) if (outcome.status === 'rejected') throw outcome.reason
   }, 180_000)
   afterAll(async () => {
     await server?.close()
