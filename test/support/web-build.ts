@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { promisify } from 'node:util'
 import { build } from 'vite'
@@ -11,6 +12,8 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
  * `npm run build:client` does: the page imports `@task-status/client` through the workspace link.
  */
 export async function buildClientPackage(): Promise<void> {
+  // Emptied first, as the package's build script does: a module deleted from src/ must not ship.
+  rmSync(new URL('../../packages/client/dist', import.meta.url), { recursive: true, force: true })
   await promisify(execFile)(process.execPath, [tsc, '-p', 'packages/client/tsconfig.build.json'], { cwd: root })
 }
 
