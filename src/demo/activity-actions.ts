@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
+import { dropScript } from '../agents/mock/script-drop.ts'
 import { graphql } from './graphql.ts'
-import { ANSWERS, demoScript, scriptPrompt, type ScriptKind } from './scripts.ts'
+import { ANSWERS, demoScript, type ScriptKind } from './scripts.ts'
 import type { ActivityContext } from './activity-context.ts'
 import { SHOWN_KINDS, type ShownKind, type Track } from './activity-rows.ts'
 
@@ -33,12 +34,13 @@ function leaveAlone(track: Track, waitMs: number): void {
   track.sentUntil = Date.now() + waitMs
 }
 
-/** Sends the row's session a script of `kind` as its next prompt. */
+/** Sends the row's session its next prompt, a sentence, having left the mock agent its script of `kind` for it. */
 export const sendScript = (ctx: ActivityContext, track: Track, kind: ScriptKind) =>
   ctx.attempt(`script ${kind} to task ${track.task.id}`, async () => {
-    const script = demoScript(kind, ctx.random, { models: track.scripts === 0 })
+    const script = demoScript(kind, ctx.random, track.task.story, { first: track.scripts === 0 })
+    dropScript(ctx.scriptDir, track.task.sessionId, script.prompt, script.steps)
     await graphql(ctx.call, ADD_MESSAGE, {
-      input: { taskId: track.task.id, sessionId: track.task.sessionId, clientMessageId: `demo-${randomUUID()}`, content: scriptPrompt(script) },
+      input: { taskId: track.task.id, sessionId: track.task.sessionId, clientMessageId: `demo-${randomUUID()}`, content: script.prompt },
     })
     ctx.stats.scriptsSent++
     track.scripts++

@@ -28,6 +28,8 @@ export class ActivityContext {
     /** Time between two looks at the workspace. */
     readonly intervalMs: number,
     private readonly log: (message: string) => void,
+    /** Where the mock agents take their scripts (MOCK_AGENT_SCRIPTS, src/agents/mock/script-drop.ts). */
+    readonly scriptDir: string,
   ) {}
 
   get paused(): boolean {

@@ -13,6 +13,11 @@ export interface DemoActivityOptions {
   token: string
   /** Tasks without a session stay idle. */
   tasks: readonly DemoTask[]
+  /**
+   * The folder the sessions' mock agents take their scripts from (their MOCK_AGENT_SCRIPTS; a
+   * BundledMock's scriptDir): the prompts the activity sends are sentences, the scripts wait there.
+   */
+  scriptDir: string
   /** Every choice (scripts, which row, how long a request waits) comes from here; Math.random by default. */
   random?: Random
   /** Time between two looks at the workspace (2.5 s by default): each look acts on a few rows. */
@@ -39,7 +44,7 @@ export function startDemoActivity(options: DemoActivityOptions): DemoActivity {
   const intervalMs = options.intervalMs ?? 2_500
   const call: GraphQLCall = { graphqlUrl: options.graphqlUrl, token: options.token, timeoutMs: 15_000 }
   const log = options.log ?? ((message: string) => console.warn(`[demo] ${message}`))
-  const ctx = new ActivityContext(call, options.random ?? Math.random, intervalMs, log)
+  const ctx = new ActivityContext(call, options.random ?? Math.random, intervalMs, log, options.scriptDir)
   const tracks = tracksOf(options.tasks)
   const waiting = new Wait()
   const loop = runLoop(ctx, tracks, mixFor(tracks.length, intervalMs), waiting).catch((error: unknown) => ctx.failed('activity', error))

@@ -10,8 +10,9 @@
 // crashes instead of letting the server stop them.
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { rm } from 'node:fs/promises'
+import { mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { RunningServer } from '../app/start-server.ts'
 import type { DemoActivity } from './activity.ts'
@@ -62,13 +63,22 @@ async function runDemo(): Promise<void> {
   const { startDemoActivity } = await import('./activity.ts')
   const { bundleMockAgent } = await import('./fast-mock.ts')
   const { seedDemoWorkspace } = await import('./seed.ts')
+  const { SCRIPTS_DIR_ENV } = await import('../agents/mock/script-drop.ts')
 
   const mock = process.env.AGENT_PROFILES?.trim() ? undefined : await bundleMockAgent()
+  // Without the bundle the agents find the scripts folder in the environment they inherit from here.
+  const ownScriptDir = mock ? undefined : await mkdtemp(path.join(os.tmpdir(), 'tss-demo-scripts-'))
+  if (ownScriptDir) process.env[SCRIPTS_DIR_ENV] = ownScriptDir
+  const scriptDir = mock?.scriptDir ?? ownScriptDir!
+  const removeAgentFiles = async () => {
+    await mock?.remove()
+    if (ownScriptDir) await rm(ownScriptDir, { recursive: true, force: true })
+  }
   let config
   try {
     config = loadConfig(demoEnvironment(process.env, mock))
   } catch (error) {
-    await mock?.remove()
+    await removeAgentFiles()
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`)
       process.exit(1)
@@ -102,7 +112,7 @@ async function runDemo(): Promise<void> {
     // Closing the server ends every agent; then the repositories they worked in can go.
     await step('Closing the server', () => state.server?.close())
     await step('Removing the repositories', () => state.seed?.cleanup({ stopSessions: false }))
-    await step('Removing the bundled mock agent', () => mock?.remove())
+    await step('Removing the mock agent files', removeAgentFiles)
     if (code === 0) console.info('Demo stopped; temporary repositories removed.')
     process.exit(code)
   }
@@ -118,7 +128,7 @@ async function runDemo(): Promise<void> {
     if (!process.env.DATABASE_URL) await freshDatabase(config.databaseUrl)
     state.server = await startServer(config)
   } catch (error) {
-    await mock?.remove()
+    await removeAgentFiles()
     if (error instanceof StartupError) {
       process.stderr.write(`Cannot start: ${error.message}\n`)
       process.exit(1)
@@ -144,7 +154,7 @@ async function runDemo(): Promise<void> {
   state.seed = seed
   const seedMs = Math.round(performance.now() - started)
   if (state.stopping) return
-  state.activity = startDemoActivity({ graphqlUrl, token: seed.token, tasks: seed.tasks })
+  state.activity = startDemoActivity({ graphqlUrl, token: seed.token, tasks: seed.tasks, scriptDir })
 
   const page = await fetch(`${server.url}/`).then(
     (r) => r.status,

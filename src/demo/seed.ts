@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { graphqlWithRetry, mapLimit, type GraphQLCall } from './graphql.ts'
+import { STORIES, type Story } from './stories.ts'
 
 const run = promisify(execFile)
 
@@ -13,6 +14,8 @@ export interface DemoTask {
   sessionId: string | null
   /** The task repository's working tree (a temporary git repository). */
   repoPath: string
+  /** What the task is about: its agent's prompts and words come from here. */
+  story: Story
 }
 
 export interface SeededWorkspace {
@@ -36,41 +39,11 @@ export interface SeedOptions {
   /** How many tasks (27 by default). */
   tasks?: number
   userName?: string
+  /** "Acme" by default: short, so the phone's header shows it whole. */
   workspaceName?: string
   /** Where the temporary repositories go (os.tmpdir() by default; it must lie in the server's REPOSITORY_ROOTS). */
   tempDir?: string
 }
-
-/** Varied task rows: a title, a short description, and the files of its repository. */
-const TASKS: { title: string; description: string; area: string }[] = [
-  { title: 'Fix login redirect loop after SSO timeout', description: 'Users bounce between /login and /callback when the IdP session expires.', area: 'auth' },
-  { title: 'Add dark mode toggle to settings', description: 'Persist the choice per user and respect prefers-color-scheme.', area: 'ui' },
-  { title: 'Migrate billing webhooks to the v2 API', description: 'The v1 endpoint is retired next quarter.', area: 'billing' },
-  { title: 'Speed up CSV export for large workspaces', description: 'Exports over 50k rows time out; stream them instead.', area: 'export' },
-  { title: 'Flaky test: scheduler retries twice', description: 'retries.test.ts fails about once in 30 runs on CI.', area: 'scheduler' },
-  { title: 'Rate-limit password reset emails', description: 'At most 3 per hour per address.', area: 'auth' },
-  { title: 'Upgrade React Router to v7', description: 'Follow the migration guide; keep lazy routes.', area: 'ui' },
-  { title: 'Audit log for admin actions', description: 'Every admin mutation writes who, what and when.', area: 'admin' },
-  { title: 'Search: typo-tolerant matching', description: 'Use trigram similarity for titles.', area: 'search' },
-  { title: 'Remove the legacy v1 REST endpoints', description: 'Nothing has called them for 90 days.', area: 'api' },
-  { title: 'Cache avatar thumbnails at the edge', description: 'Cache-Control plus ETag; purge on upload.', area: 'media' },
-  { title: 'Onboarding checklist for new workspaces', description: 'Five steps, dismissible, tracked per workspace.', area: 'ui' },
-  { title: 'Fix timezone drift in recurring reminders', description: 'Reminders created in DST fire an hour late in winter.', area: 'scheduler' },
-  { title: 'Paginate the members list', description: 'Cursor pagination, 50 per page.', area: 'admin' },
-  { title: 'Add retries to the S3 uploader', description: 'Exponential backoff on 5xx and throttling.', area: 'media' },
-  { title: 'Document the public GraphQL API', description: 'Examples for every mutation, generated from the schema.', area: 'docs' },
-  { title: 'Keyboard shortcuts for the task board', description: 'j/k to move, enter to open, ? for help.', area: 'ui' },
-  { title: 'Reduce Docker image size below 200 MB', description: 'Multi-stage build, distroless runtime.', area: 'infra' },
-  { title: 'Alert when the job queue backs up', description: 'Page when the oldest job is older than 10 minutes.', area: 'infra' },
-  { title: 'Support SAML single sign-on', description: 'Okta and Azure AD first.', area: 'auth' },
-  { title: 'Fix memory leak in the websocket hub', description: 'Heap grows by ~40 MB per hour under load.', area: 'realtime' },
-  { title: 'Invoice PDF: localize currency formats', description: 'Use Intl.NumberFormat with the customer locale.', area: 'billing' },
-  { title: 'Bulk archive tasks from the board', description: 'Select many, archive in one request.', area: 'ui' },
-  { title: 'Nightly database backup verification', description: 'Restore into a scratch instance and run checks.', area: 'infra' },
-  { title: 'Add OpenTelemetry tracing to the API', description: 'Spans for resolvers and database calls.', area: 'api' },
-  { title: 'Mobile: fix overlapping header on iOS', description: 'Safe-area insets are ignored on notch devices.', area: 'ui' },
-  { title: 'Clean up feature flags older than 6 months', description: 'Remove dead branches and their tests.', area: 'platform' },
-]
 
 /** Every seventh task from the fourth on gets no session: a few rows that stay plainly idle, in Backlog. */
 const withoutSession = (index: number) => index % 7 === 3
@@ -154,7 +127,7 @@ export async function seedDemoWorkspace(options: SeedOptions): Promise<SeededWor
     })
     user = { graphqlUrl: options.graphqlUrl, token: created.createUser.token }
     const workspaceId = (
-      await graphqlWithRetry<{ createWorkspace: { id: string } }>(user, CREATE_WORKSPACE, { name: options.workspaceName ?? 'Demo workspace' })
+      await graphqlWithRetry<{ createWorkspace: { id: string } }>(user, CREATE_WORKSPACE, { name: options.workspaceName ?? 'Acme' })
     ).createWorkspace.id
     const steps = (
       await graphqlWithRetry<{ workflow: { steps: { id: string; name: string; position: number; terminal: boolean }[] } }>(user, WORKFLOW, {
@@ -171,11 +144,11 @@ export async function seedDemoWorkspace(options: SeedOptions): Promise<SeededWor
     }
 
     const plans = Array.from({ length: count }, (_, index) => {
-      const base = TASKS[index % TASKS.length]!
-      const round = Math.floor(index / TASKS.length)
+      const base = STORIES[index % STORIES.length]!
+      const round = Math.floor(index / STORIES.length)
       const title = round === 0 ? base.title : `${base.title} (${round + 1})`
       const name = `${String(index + 1).padStart(2, '0')}-${slug(base.title)}`
-      return { index, title, description: base.description, area: base.area, name, dir: path.join(rootDir, name), branch: `demo/${slug(base.title)}` }
+      return { index, story: base, title, description: base.description, area: base.area, name, dir: path.join(rootDir, name), branch: `demo/${slug(base.title)}` }
     })
 
     // In phases: all repositories, then all tasks, then the sessions (measured faster than one
@@ -210,7 +183,7 @@ export async function seedDemoWorkspace(options: SeedOptions): Promise<SeededWor
     const tasks: DemoTask[] = plans.map((p, i) => {
       const result = started[i]!
       if (result.status === 'rejected') throw result.reason
-      return { id: taskIds[i]!, sessionId: result.value, repoPath: p.dir }
+      return { id: taskIds[i]!, sessionId: result.value, repoPath: p.dir, story: p.story }
     })
     return { token: user.token, userId: created.createUser.user.id, workspaceId, tasks, rootDir, cleanup }
   } catch (error) {

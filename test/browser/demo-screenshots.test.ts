@@ -36,10 +36,12 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
   let activity: DemoActivity
 
   beforeAll(async () => {
+    // As `npm run demo` runs them: the agents take their scripts from the bundle's script folder.
     bundled = await bundleMockAgent()
-    server = await startTestServer('sqlite', { webRoot: inject('webRoot'), ...(bundled && { env: { AGENT_PROFILES: JSON.stringify({ mock: bundled.profile }) } }) })
+    if (!bundled) throw new Error('the mock agent could not be bundled')
+    server = await startTestServer('sqlite', { webRoot: inject('webRoot'), env: { AGENT_PROFILES: JSON.stringify({ mock: bundled.profile }) } })
     seeded = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken })
-    activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, intervalMs: 400 })
+    activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seeded.token, tasks: seeded.tasks, scriptDir: bundled.scriptDir, intervalMs: 400 })
     browser = await launchBrowser()
     mkdirSync(SHOTS, { recursive: true })
   }, 120_000)
@@ -67,6 +69,15 @@ describe('the demo workspace on desktop and phone (sqlite, bundled mock agents)'
 
     await expect.poll(() => shownKinds(desktop, 'desktop'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
     await expect.poll(() => shownKinds(phone, 'phone'), { timeout: 60_000 }).toEqual(expect.arrayContaining(LIVE_KINDS))
+    // The workspace's name shows whole in the phone's header: its select keeps its natural width.
+    const shrunk = await phone.locator('select[aria-label="Workspace"]').evaluate((select: HTMLSelectElement) => {
+      const shown = select.getBoundingClientRect().width
+      select.style.flexShrink = '0'
+      const natural = select.getBoundingClientRect().width
+      select.style.flexShrink = ''
+      return natural - shown
+    })
+    expect(shrunk).toBe(0)
 
     // The activity answers requests as it goes, possibly the one just opened: open a row waiting
     // for a permission until its session shows the pending request.

@@ -1,13 +1,18 @@
 // The demo's activity loop against an in-memory API (fetch stubbed) under fake timers: every look,
 // answer and script is driven by advancing the clock, so the test is deterministic and takes no
 // real time. test/demo/demo-seed.test.ts runs the same activity against the real server and agents.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { SCRIPTS_DIR_ENV, SESSION_ID_ENV, takeScript } from '../../src/agents/mock/script-drop.ts'
 import { startDemoActivity, type DemoActivity } from '../../src/demo/activity.ts'
 import type { DemoTask } from '../../src/demo/seed.ts'
+import { STORIES } from '../../src/demo/stories.ts'
 import { seeded } from './seeded-random.ts'
 
 const INTERVAL = 300
-/** How long a script that streams keeps its row generating in the fake. */
+/** How long a script that works for a while (its sleeps add up to 3 s or more) keeps its row generating in the fake. */
 const GENERATING_MS = 3 * INTERVAL
 
 type Shown = 'PERMISSION' | 'CLARIFICATION' | 'ERROR' | 'GENERATING' | 'IDLE'
@@ -21,15 +26,20 @@ interface FakeRow {
   unobservedWrites: number
 }
 
-/** The server as the activity sees it: scripts take effect at once (a streaming one runs for GENERATING_MS). */
+/** The server (and its mock agents) as the activity sees it: scripts take effect at once (a long one runs for GENERATING_MS). */
 class FakeApi {
   rows = new Map<string, FakeRow>()
   operations: string[] = []
+  /** Every prompt sent, and the script its mock agent took for it. */
+  prompts: { sessionId: string; content: string; steps: Record<string, unknown>[] }[] = []
   /** Answers the next request of this operation with RATE_LIMITED. */
   rateLimitNext?: { operation: string; retryAfterMs: number }
   private pendings = 0
 
-  constructor(tasks: DemoTask[]) {
+  constructor(
+    tasks: DemoTask[],
+    private readonly scriptDir: string,
+  ) {
     for (const task of tasks)
       if (task.sessionId) this.rows.set(task.id, { sessionId: task.sessionId, shown: 'IDLE', runningUntil: 0, changedFiles: 0, unobservedWrites: 0 })
   }
@@ -50,7 +60,7 @@ class FakeApi {
   }
 
   answer(operation: string, variables: Record<string, unknown>): unknown {
-    const input = variables.input as { taskId: string; content: string } | undefined
+    const input = variables.input as { taskId: string; sessionId: string; content: string } | undefined
     switch (operation) {
       case 'DemoSummaries':
         return {
@@ -71,11 +81,15 @@ class FakeApi {
         const row = this.rows.get(input!.taskId)!
         this.settle(row)
         if (row.shown === 'PERMISSION' || row.shown === 'CLARIFICATION' || row.shown === 'GENERATING') throw new Error(`script sent to a busy row (${row.shown})`)
-        const steps = (JSON.parse(input!.content) as { script: Record<string, unknown>[] }).script
+        // As the session's mock agent does: it takes the script left for this prompt.
+        const steps = takeScript({ [SCRIPTS_DIR_ENV]: this.scriptDir, [SESSION_ID_ENV]: input!.sessionId }, input!.content) as Record<string, unknown>[] | undefined
+        if (!steps) throw new Error('no script was left for this prompt')
+        this.prompts.push({ sessionId: input!.sessionId, content: input!.content, steps })
+        const sleeps = steps.reduce((sum, s) => sum + (typeof s.sleep === 'number' ? s.sleep : 0), 0)
         row.unobservedWrites += steps.filter((s) => 'write' in s).length
         row.pendingId = undefined
         const has = (step: string) => steps.some((s) => step in s)
-        row.shown = has('permission') ? 'PERMISSION' : has('clarify') ? 'CLARIFICATION' : has('error') ? 'ERROR' : has('stream') ? 'GENERATING' : 'IDLE'
+        row.shown = has('permission') ? 'PERMISSION' : has('clarify') ? 'CLARIFICATION' : has('error') ? 'ERROR' : sleeps >= 3_000 ? 'GENERATING' : 'IDLE'
         if (row.shown === 'PERMISSION' || row.shown === 'CLARIFICATION') row.pendingId = `p${++this.pendings}`
         if (row.shown === 'GENERATING') row.runningUntil = Date.now() + GENERATING_MS
         return { addMessage: { replayed: false, message: { id: `m${this.operations.length}` } } }
@@ -129,7 +143,12 @@ class FakeApi {
 }
 
 /** 27 tasks as the seed makes them: every seventh (from the fourth) without a session. */
-const TASKS: DemoTask[] = Array.from({ length: 27 }, (_, i) => ({ id: `t${i}`, sessionId: i % 7 === 3 ? null : `s${i}`, repoPath: `/tmp/r${i}` }))
+const TASKS: DemoTask[] = Array.from({ length: 27 }, (_, i) => ({
+  id: `t${i}`,
+  sessionId: i % 7 === 3 ? null : `s${i}`,
+  repoPath: `/tmp/r${i}`,
+  story: STORIES[i % STORIES.length]!,
+}))
 const WITH_SESSION = TASKS.filter((t) => t.sessionId).length // 23
 /** The activity's shares for 23 sessions: round(23 × 0.22 / 0.17 / 0.12 / 0.12). */
 const TARGETS = { GENERATING: 5, PERMISSION: 4, CLARIFICATION: 3, ERROR: 3 }
@@ -138,10 +157,12 @@ describe('demo activity (in-memory API, fake timers)', () => {
   let api: FakeApi
   let logs: string[]
   let activity: DemoActivity | undefined
+  let scriptDir: string
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
-    api = new FakeApi(TASKS)
+    scriptDir = mkdtempSync(path.join(os.tmpdir(), 'demo-activity-scripts-'))
+    api = new FakeApi(TASKS, scriptDir)
     logs = []
     vi.stubGlobal('fetch', api.fetch)
   })
@@ -150,9 +171,10 @@ describe('demo activity (in-memory API, fake timers)', () => {
     activity = undefined
     vi.unstubAllGlobals()
     vi.useRealTimers()
+    rmSync(scriptDir, { recursive: true, force: true })
   })
 
-  const start = () => (activity = startDemoActivity({ graphqlUrl: 'http://fake/graphql', token: 't', tasks: TASKS, random: seeded(13), intervalMs: INTERVAL, log: (m) => logs.push(m) }))
+  const start = () => (activity = startDemoActivity({ graphqlUrl: 'http://fake/graphql', token: 't', tasks: TASKS, scriptDir, random: seeded(13), intervalMs: INTERVAL, log: (m) => logs.push(m) }))
 
   it('first sends every session one script, in the shares of the mix, so every state shows before the first look', async () => {
     const activity = start()
@@ -184,6 +206,39 @@ describe('demo activity (in-memory API, fake timers)', () => {
     expect(activity.stats.scriptsSent).toBeGreaterThan(WITH_SESSION + 25)
     // …and never empties a state: at every look each one showed on some row.
     for (const [shown, n] of Object.entries(fewest)) expect(n, shown).toBeGreaterThanOrEqual(1)
+  })
+
+  it("sends sentences as prompts, each session's first its task's own, while the mock agents take their scripts from the script folder", async () => {
+    const activity = start()
+    await vi.advanceTimersByTimeAsync(0)
+    for (let look = 0; look < 30; look++) await vi.advanceTimersByTimeAsync(INTERVAL)
+    expect(logs).toEqual([])
+    expect(api.prompts.length).toBe(activity.stats.scriptsSent)
+    expect(api.prompts.length).toBeGreaterThan(WITH_SESSION + 5)
+    for (const { content } of api.prompts) {
+      expect(content).not.toMatch(/[{}[\]]|script/)
+      expect(content).toMatch(/^[A-Z][^\n]{10,}[.?!]$/)
+    }
+    // The first prompt of each session is its task's; the later ones follow up on it.
+    for (const task of TASKS.filter((t) => t.sessionId))
+      expect(api.prompts.find((p) => p.sessionId === task.sessionId)?.content, task.story.title).toBe(task.story.prompt)
+    // Every script left was taken: the agents ran them, none was sent in a prompt.
+    expect(readdirSync(scriptDir)).toEqual([])
+  })
+
+  it('repeats itself under the same seed: the same prompts and scripts to the same sessions', async () => {
+    const run = async () => {
+      api = new FakeApi(TASKS, scriptDir)
+      vi.stubGlobal('fetch', api.fetch)
+      const activity = start()
+      for (let look = 0; look < 20; look++) await vi.advanceTimersByTimeAsync(INTERVAL)
+      await activity.stop()
+      return api.prompts
+    }
+    const first = await run()
+    const second = await run()
+    expect(first.length).toBeGreaterThan(WITH_SESSION)
+    expect(second).toEqual(first)
   })
 
   it('pauses for retryAfterMs when rate limited, then goes on', async () => {

@@ -37,6 +37,23 @@ const TASKS = /* GraphQL */ `
   }
 `
 
+const TRANSCRIPT = /* GraphQL */ `
+  query DemoTestTranscript($id: ID!) { session(id: $id) { messages(last: 50) { kind author content status } } }
+`
+
+interface Line {
+  kind: string
+  author: string
+  content: string
+  status: string | null
+}
+
+/** Words, not JSON or counters: no braces, no "0;1;2;…"; a finished sentence has several words. */
+function expectWords(text: string, what: string) {
+  expect(text, what).not.toMatch(/[{}]|"script"|\d;\d/)
+  if (/[.?!]$/.test(text)) expect(text.match(/[A-Za-z]+/g)?.length ?? 0, what).toBeGreaterThanOrEqual(4)
+}
+
 /** Mock agents this process (the in-process test server) has as children. */
 function agentProcesses(): number {
   try {
@@ -68,7 +85,7 @@ describe('demo seed and activity', () => {
     const seed = await seedDemoWorkspace({ graphqlUrl: server.graphqlUrl, adminToken: server.adminToken, tasks: 27 })
     const seedMs = performance.now() - started
     const logs: string[] = []
-    const activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seed.token, tasks: seed.tasks, random: seeded(13), intervalMs: 3_600_000, log: (m) => logs.push(m) })
+    const activity = startDemoActivity({ graphqlUrl: server.graphqlUrl, token: seed.token, tasks: seed.tasks, scriptDir: mock!.scriptDir, random: seeded(13), intervalMs: 3_600_000, log: (m) => logs.push(m) })
     try {
       expect(seed.tasks).toHaveLength(27)
       // Every seventh task, from the fourth, is left without a session (an idle row).
@@ -108,6 +125,27 @@ describe('demo seed and activity', () => {
       expect(settled.git).toBeGreaterThan(0)
       expect(generatingSeen).toBeGreaterThan(0)
       expect(activity.stats).toMatchObject({ ticks: 0, scriptsSent: withSession.length, permissionsAnswered: 0, clarificationsAnswered: 0, failures: 0 })
+
+      // The transcripts as a client reads them: the user's prompt is its task's sentence, and once
+      // each session's reasoning has streamed a whole thought, every line reads as words.
+      const transcriptOf = async (id: string) => (await graphql<{ session: { messages: Line[] } }>(call, TRANSCRIPT, { id })).session.messages
+      const transcripts = await eventually(async () => {
+        const all = await Promise.all(withSession.map(async (t) => ({ task: t, lines: await transcriptOf(t.sessionId!) })))
+        return all.every(({ lines }) => lines.some((l) => l.kind === 'REASONING' && /[.?!]$/.test(l.content))) && all
+      }, 60_000)
+      let toolCalls = 0
+      for (const { task, lines } of transcripts) {
+        const prompts = lines.filter((l) => l.author === 'USER').map((l) => l.content)
+        for (const prompt of prompts) expectWords(prompt, 'user prompt')
+        expect(prompts).toEqual([task.story.prompt])
+        for (const line of lines.filter((l) => l.kind === 'REASONING' || l.kind === 'MESSAGE')) expectWords(line.content, `${task.story.title}: ${line.kind}`)
+        for (const tool of lines.filter((l) => l.kind === 'TOOL_CALL')) {
+          toolCalls++
+          expect(task.story.tools, task.story.title).toContain(tool.content)
+          expect(['IN_PROGRESS', 'COMPLETED', 'FAILED'], task.story.title).toContain(tool.status)
+        }
+      }
+      expect(toolCalls).toBeGreaterThan(withSession.length / 2)
     } finally {
       await activity.stop()
       await seed.cleanup()

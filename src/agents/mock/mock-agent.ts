@@ -1,6 +1,7 @@
 // The built-in `mock` agent: a real separate process speaking ACP over stdio through the SDK.
 // It runs the scripts of ../shared/contract/MAPPING.md ("The built-in mock agent"): a plain
 // prompt gets a short streamed echo; the prompt `count` answers how many prompts it received.
+// A script may also wait for its prompt in a file (script-drop.ts): the demo's prompts stay words.
 import { randomUUID } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -15,12 +16,14 @@ import {
   type SubagentParams,
 } from '../extensions.ts'
 import { batchedOutput, chunkLines } from './batched-output.ts'
+import { takeScript } from './script-drop.ts'
 
+/** `ms`: a pause between two chunks of a say / think (text arriving as it is written), or while a tool call runs. */
 type Step =
-  | { say: string; chunks?: number }
-  | { think: string; chunks?: number }
+  | { say: string; chunks?: number; ms?: number }
+  | { think: string; chunks?: number; ms?: number }
   | { stream: { kind: 'reasoning' | 'message'; count: number } }
-  | { tool: { title: string; kind?: string; status?: 'completed' | 'failed' } }
+  | { tool: { title: string; kind?: string; status?: 'completed' | 'failed'; ms?: number } }
   | { permission: { title: string; wait?: boolean } }
   | { clarify: { question: string; wait?: boolean } }
   /** With `ms` it finishes on its own; with `id` it runs until a later `finishSubagent` step names it. */
@@ -61,18 +64,25 @@ function parseScript(text: string): Step[] | undefined {
   }
 }
 
-async function chunks(client: AgentContext, sessionId: string, kind: 'agent_message_chunk' | 'agent_thought_chunk', parts: string[]) {
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+async function chunks(client: AgentContext, sessionId: string, kind: 'agent_message_chunk' | 'agent_thought_chunk', parts: string[], ms = 0) {
   const messageId = randomUUID()
-  for (const text of parts)
+  for (const [i, text] of parts.entries()) {
+    if (ms > 0 && i > 0) {
+      await pause(ms)
+      if (cancelled.has(sessionId)) return
+    }
     await client.notify('session/update', {
       sessionId,
       update: { sessionUpdate: kind, messageId, content: { type: 'text', text } },
     })
+  }
 }
 
 async function runStep(client: AgentContext, sessionId: string, step: Step, waits: Promise<unknown>[]) {
-  if ('say' in step) return chunks(client, sessionId, 'agent_message_chunk', split(step.say, step.chunks ?? 1))
-  if ('think' in step) return chunks(client, sessionId, 'agent_thought_chunk', split(step.think, step.chunks ?? 1))
+  if ('say' in step) return chunks(client, sessionId, 'agent_message_chunk', split(step.say, step.chunks ?? 1), step.ms)
+  if ('think' in step) return chunks(client, sessionId, 'agent_thought_chunk', split(step.think, step.chunks ?? 1), step.ms)
   if ('stream' in step) {
     const kind = step.stream.kind === 'message' ? 'agent_message_chunk' : 'agent_thought_chunk'
     const messageId = randomUUID()
@@ -94,6 +104,7 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
       sessionId,
       update: { sessionUpdate: 'tool_call', toolCallId, title: step.tool.title, kind: (step.tool.kind ?? 'other') as 'other', status: 'in_progress' },
     })
+    if (step.tool.ms) await pause(step.tool.ms)
     await client.notify('session/update', {
       sessionId,
       update: { sessionUpdate: 'tool_call_update', toolCallId, status: step.tool.status ?? 'completed' },
@@ -157,7 +168,7 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
     writeFileSync(file, step.write.content)
     return
   }
-  if ('sleep' in step) return new Promise((resolve) => setTimeout(resolve, step.sleep))
+  if ('sleep' in step) return pause(step.sleep)
   if ('error' in step) throw new RequestError(-32000, step.error.message, { code: step.error.code } satisfies SessionErrorData)
   if ('crash' in step) {
     // What the agent wrote before crashing reaches the server, as it would from an unbuffered agent.
@@ -181,7 +192,7 @@ const app = agent({ name: 'tss-mock-agent' })
     promptsReceived++
     cancelled.delete(params.sessionId)
     const text = promptText(params.prompt as { type: string; text?: string }[])
-    const script = parseScript(text)
+    const script = (takeScript(process.env, text) as Step[] | undefined) ?? parseScript(text)
     if (!script) {
       const reply = text.trim() === 'count' ? `prompts received: ${promptsReceived}` : `echo: ${text}`
       await chunks(client, params.sessionId, 'agent_message_chunk', split(reply, 3))
