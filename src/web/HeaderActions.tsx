@@ -19,12 +19,12 @@ export function HeaderActions(props: {
   const close = () => setOpen(null)
   return (
     <>
-      <button type="button" data-action="new-task" aria-label="New task" title="New task" disabled={!workspaceId} onClick={() => setOpen('task')}>
+      <button type="button" className={phone ? 'icon' : undefined} data-action="new-task" aria-label="New task" title="New task" disabled={!workspaceId} onClick={() => setOpen('task')}>
         {phone ? '+' : 'New task'}
       </button>
       <button
         type="button"
-        className="secondary"
+        className={phone ? 'secondary icon' : 'secondary'}
         data-action="workspace-settings"
         aria-label="Workspace settings"
         title="Workspace settings"

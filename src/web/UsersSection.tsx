@@ -95,7 +95,7 @@ function UserEntry(props: { client: TaskClient; user: User; you: boolean; onUser
               })
             }
           >
-            Deactivate {user.name}
+            Yes, deactivate {user.name}
           </button>
           <button type="button" className="secondary" onClick={stopConfirming}>
             Cancel
