@@ -2,6 +2,7 @@ import { useEffect, useState } from 'react'
 import type { TaskClient } from '@task-status/client'
 import { useConnection, useTaskClient, useTaskRow, useWorkspace } from '@task-status/client/react'
 import { SessionPane, errorText } from './SessionPane.tsx'
+import { NotifyToggle } from './NotifyToggle.tsx'
 import { TaskSheet, TaskSidebar } from './TaskSwitcher.tsx'
 import { storeToken, storedToken, takeTokenFromLocation } from './token.ts'
 import { usePhoneLayout } from './use-phone-layout.ts'
@@ -154,6 +155,7 @@ function Switcher(props: {
         <span className={`connection ${connection}`} data-connection={connection} title={`Connection: ${connection}`}>
           {connection}
         </span>
+        <NotifyToggle client={client} onOpen={select} />
         <button type="button" className="secondary" onClick={props.onSignOut}>
           Sign out
         </button>
