@@ -1,4 +1,4 @@
-import { useMemo, useRef, useState, type KeyboardEvent } from 'react'
+import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react'
 import { TASK_ORDERS, type TaskClient, type TaskOrder, type TaskRow as TaskRowData } from '@task-status/client'
 import { useTaskSummaries } from '@task-status/client/react'
 import { TaskRow } from './TaskRow.tsx'
@@ -31,6 +31,17 @@ export function TaskList(props: TaskListProps) {
   const [activeId, setActiveId] = useState<string | null>(null)
   const tabStop = [activeId, props.selectedTaskId].find((id) => id !== null && byId.has(id)) ?? shown[0]?.id
   const list = useRef<HTMLUListElement>(null)
+  // The re-sort button leaves with the changes it applies: focus goes on to the list, not to the page.
+  const refocus = useRef(false)
+  useEffect(() => {
+    if (!refocus.current) return
+    refocus.current = false
+    list.current?.querySelector<HTMLElement>('.task-row[tabindex="0"]')?.focus()
+  })
+  const resort = () => {
+    refocus.current = true
+    held.applyNow()
+  }
 
   const onKeyDown = (e: KeyboardEvent<HTMLUListElement>) => {
     const buttons = [...(list.current?.querySelectorAll<HTMLButtonElement>('.task-row') ?? [])]
@@ -55,7 +66,7 @@ export function TaskList(props: TaskListProps) {
           </select>
         </label>
         {held.changes > 0 && (
-          <button type="button" className="secondary resort" data-action="resort" onClick={held.applyNow}>
+          <button type="button" className="secondary resort" data-action="resort" onClick={resort}>
             {held.changes} {held.changes === 1 ? 'change' : 'changes'} — re-sort
           </button>
         )}
