@@ -12,6 +12,8 @@ export interface TaskListProps {
   onSelect: (taskId: string) => void
   /** Hold the displayed order whatever the pointer and focus do (the phone sheet, while open). */
   alwaysHold?: boolean
+  /** Move focus to the list's Tab stop once it has rows, unless focus went elsewhere meanwhile (the sheet as it opens). */
+  focusOnRows?: boolean
 }
 
 /**
@@ -38,6 +40,14 @@ export function TaskList(props: TaskListProps) {
     refocus.current = false
     list.current?.querySelector<HTMLElement>('.task-row[tabindex="0"]')?.focus()
   })
+  useEffect(() => {
+    if (!props.focusOnRows || !tabStop) return
+    // Only while focus is not on a control of the dialog yet (the rows may load after it opened).
+    const dialog = list.current?.closest('[role="dialog"]')
+    const active = document.activeElement
+    if (dialog && active && active !== dialog && dialog.contains(active)) return
+    list.current?.querySelector<HTMLElement>('.task-row[tabindex="0"]')?.focus()
+  }, [props.focusOnRows, tabStop])
   const resort = () => {
     refocus.current = true
     held.applyNow()

@@ -1,4 +1,4 @@
-import { useEffect, useRef, type KeyboardEvent } from 'react'
+import { useEffect, useRef, useState, type KeyboardEvent } from 'react'
 import type { TaskClient } from '@task-status/client'
 import { TaskList } from './TaskList.tsx'
 
@@ -32,13 +32,15 @@ const FOCUSABLE = 'button:not([disabled]):not([tabindex="-1"]), select, [tabinde
  */
 function OpenSheet(props: SwitcherProps & { onClose: () => void }) {
   const sheet = useRef<HTMLDivElement>(null)
+  // Read at the first render, before the list (whose effects run first) takes focus.
+  const [opener] = useState(() => (document.activeElement instanceof HTMLElement ? document.activeElement : null))
   useEffect(() => {
-    const opener = document.activeElement instanceof HTMLElement ? document.activeElement : null
-    sheet.current?.querySelector<HTMLElement>('.task-row[tabindex="0"]')?.focus()
+    // The list focuses its Tab stop once it has rows; until then the dialog itself holds focus.
+    if (!sheet.current?.contains(document.activeElement)) sheet.current?.focus()
     return () => {
       if (opener?.isConnected) opener.focus()
     }
-  }, [])
+  }, [opener])
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (e.key === 'Escape') {
       e.preventDefault()
@@ -59,14 +61,14 @@ function OpenSheet(props: SwitcherProps & { onClose: () => void }) {
   }
   return (
     <div className="sheet-backdrop" onClick={props.onClose}>
-      <div className="sheet" ref={sheet} data-switcher="phone" role="dialog" aria-modal="true" aria-label="Tasks" onClick={(e) => e.stopPropagation()} onKeyDown={onKeyDown}>
+      <div className="sheet" ref={sheet} data-switcher="phone" role="dialog" aria-modal="true" aria-label="Tasks" tabIndex={-1} onClick={(e) => e.stopPropagation()} onKeyDown={onKeyDown}>
         <div className="sheet-top">
           <div className="sheet-handle" />
           <button type="button" className="secondary sheet-close" onClick={props.onClose}>
             Close
           </button>
         </div>
-        <TaskList client={props.client} selectedTaskId={props.selectedTaskId} onSelect={props.onSelect} alwaysHold />
+        <TaskList client={props.client} selectedTaskId={props.selectedTaskId} onSelect={props.onSelect} alwaysHold focusOnRows />
       </div>
     </div>
   )
