@@ -185,6 +185,8 @@ describe('the switcher by keyboard, and its accessibility (Chromium, sqlite)', (
     for (const badge of ['primary', 'waiting', 'queued', 'interruption', 'error'])
       expect(await page.locator(`[data-switcher="${name}"] [data-badge="${badge}"]`).count(), badge).toBeGreaterThan(0)
     expect(await seriousViolations(page)).toEqual([])
+    // Nothing (the header's buttons included) makes the page wider than the screen.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width)
     expect(errors).toEqual([])
     await context.close()
   }, 120_000)
