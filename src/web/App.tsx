@@ -4,6 +4,7 @@ import { useConnection, useTaskClient, useTaskRow, useWorkspace } from '@task-st
 import { CreateWorkspaceForm } from './CreateWorkspaceForm.tsx'
 import { HeaderActions } from './HeaderActions.tsx'
 import { SessionPane, errorText } from './SessionPane.tsx'
+import { NotifyToggle } from './NotifyToggle.tsx'
 import { TaskSheet, TaskSidebar } from './TaskSwitcher.tsx'
 import { storeToken, storedToken, takeTokenFromLocation } from './token.ts'
 import { usePhoneLayout } from './use-phone-layout.ts'
@@ -166,6 +167,7 @@ function Switcher(props: {
         <span className={`connection ${connection}`} data-connection={connection} title={`Connection: ${connection}`}>
           {connection}
         </span>
+        <NotifyToggle client={client} onOpen={select} />
         <button type="button" className="secondary" onClick={props.onSignOut}>
           Sign out
         </button>
