@@ -86,8 +86,6 @@ describe('the switcher by keyboard, and its accessibility (Chromium, sqlite)', (
       task.sessionId = (await ok(server.graphqlUrl, token, StartSessionDocument, { input: { taskId: task.id, agentProfile: 'mock', prompt } })).startSession.id
     }
     // Waiting on a permission; a prompt queued behind a long turn; an error; a turn the server cut off.
-    // (Queued behind the permission, the prompt's turn would hide the permission from the summary:
-    // the server's pending rules take the queued turn as the newest authoritative one.)
     await start(tasks[0]!, script([{ say: 'Checking', chunks: 1 }, { permission: { title: 'Run the tests?' } }]))
     await start(tasks[3]!, script([{ say: 'Thinking for a long while', chunks: 1 }, { sleep: 600_000 }]))
     await eventually(async () => (await ok(server.graphqlUrl, token, TaskStatusSummariesDocument, { taskIds: [tasks[3]!.id] })).taskStatusSummaries[0]?.foregroundActivity === 'GENERATING')
