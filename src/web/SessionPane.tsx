@@ -67,7 +67,7 @@ function MessageView({ message }: { message: Message }) {
     <div className={`message ${message.author.toLowerCase()} ${kind}`} data-message-id={message.id} data-kind={message.kind} data-status={message.status ?? ''}>
       <span className="who">{message.kind === 'MESSAGE' ? message.author.toLowerCase() : kind}</span>
       <span className="content">{message.content}</span>
-      {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase()}</span>}
+      {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase().replaceAll('_', ' ')}</span>}
     </div>
   )
 }
