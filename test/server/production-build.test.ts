@@ -26,7 +26,7 @@ describe('the production build', () => {
   it('is what `npm run build` / `npm run start:prod` run: compiled output on plain node migrates, serves, and runs the mock agent without tsx', { timeout: 120_000 }, async () => {
     const scripts = (JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts
     expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run build:web')
-    expect(scripts['build:web']).toBe('vite build') // into dist/web: beside the compiled server
+    expect(scripts['build:web']).toBe('npm run build:client --silent && vite build') // the SDK package the page imports, then the page into dist/web: beside the compiled server
     expect(scripts['start:prod']).toBe('node dist/main.js')
 
     // The build script with another outDir, so the test never replaces a dist/ someone runs.
