@@ -8,9 +8,9 @@ import { blockOtherHosts, launchBrowser } from '../support/browser.ts'
 import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
+import { DESKTOP } from './page-helpers.ts'
 import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, TaskStatusSummariesDocument } from '../generated/graphql.ts'
 
-const DESKTOP = { width: 1280, height: 800 }
 const script = (steps: unknown[]) => JSON.stringify({ script: steps })
 
 interface Recorded {

@@ -89,7 +89,7 @@ describe('the admin’s Workspace panel: users (a token shown once, rotated, dea
       expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(token)
       const [created] = await usersNamed(name)
       expect(created).toMatchObject({ name, active: true })
-      expect(await axeViolations(page, 'dialog[data-dialog="workspace"]')).toEqual([])
+      expect(await axeViolations(page, { within: 'dialog[data-dialog="workspace"]' })).toEqual([])
 
       // The token works: it signs in elsewhere (no workspace yet there).
       const elsewhere = await signInElsewhere(token)

@@ -60,12 +60,25 @@ export async function expectHeaderFits(page: Page, width: number) {
   expect(Math.max(...rights)).toBeLessThanOrEqual(width)
 }
 
-/** axe-core's WCAG A/AA violations inside `selector`. */
-export async function axeViolations(page: Page, selector: string): Promise<string[]> {
+interface AxeViolation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: { target: string[]; failureSummary?: string }[]
+}
+
+/**
+ * axe-core's violations, each with where it is: the WCAG A/AA rules inside `within` (a dialog), or
+ * with `seriousOnly` every rule over the whole page, keeping the serious and critical ones.
+ */
+export async function axeViolations(page: Page, options: { within?: string; seriousOnly?: boolean }): Promise<string[]> {
   await page.addScriptTag({ path: axePath })
-  return page.evaluate(async (scope) => {
-    const axe = (window as unknown as { axe: { run: (context: Element, options: object) => Promise<{ violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe
-    const result = await axe.run(document.querySelector(scope)!, { runOnly: ['wcag2a', 'wcag2aa'] })
-    return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
-  }, selector)
+  const violations = await page.evaluate(async ({ within, seriousOnly }) => {
+    const axe = (window as unknown as { axe: { run: (context: Element | Document, options: object) => Promise<{ violations: unknown[] }> } }).axe
+    const context = within ? document.querySelector(within)! : document
+    return (await axe.run(context, seriousOnly ? {} : { runOnly: ['wcag2a', 'wcag2aa'] })).violations
+  }, options)
+  return (violations as AxeViolation[])
+    .filter((v) => !options.seriousOnly || v.impact === 'serious' || v.impact === 'critical')
+    .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${v.help} at ${n.target.join(' ')}${n.failureSummary ? `: ${n.failureSummary}` : ''}`))
 }

@@ -84,7 +84,7 @@ describe('setting up through the page: a workspace, a task with a repository, se
       expect(await alertOf(page, 'new-task').getAttribute('data-error-code')).toBe('BAD_USER_INPUT')
       expect(await dialog(page, 'new-task').count()).toBe(1)
       expect(await tasksOf(token, workspaceId)).toEqual([])
-      expect(await axeViolations(page, 'dialog[data-dialog="new-task"]')).toEqual([])
+      expect(await axeViolations(page, { within: 'dialog[data-dialog="new-task"]' })).toEqual([])
       if (keyboard) {
         expect(await focusedName(page)).toBe('Local path (optional)')
         await page.keyboard.press('Control+A')

@@ -1,36 +1,16 @@
 // The switcher with the keyboard only (desktop sidebar, phone sheet), and an axe-core check of the
 // page with rows, attention badges, a selected session and a pending permission on screen.
-import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { startTestServer, type TestServer } from '../support/server.ts'
-import { blockOtherHosts, launchBrowser } from '../support/browser.ts'
+import { launchBrowser } from '../support/browser.ts'
 import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
+import { DESKTOP, PHONE, axeViolations, openPage as openAt } from './page-helpers.ts'
 import { AddMessageDocument, AttentionSummaryDocument, CreateTaskDocument, StartSessionDocument, TaskStatusSummariesDocument } from '../generated/graphql.ts'
 
-const DESKTOP = { width: 1280, height: 800 }
-const PHONE = { width: 390, height: 844 }
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
 const script = (steps: unknown[]) => JSON.stringify({ script: steps })
-
-interface AxeViolation {
-  id: string
-  impact: string | null
-  help: string
-  nodes: { target: string[]; failureSummary?: string }[]
-}
-
-/** axe-core's serious and critical violations of the page as it is, each with where it is. */
-async function seriousViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: axeSource })
-  const violations = await page.evaluate(async () => (await (window as unknown as { axe: { run: () => Promise<{ violations: unknown[] }> } }).axe.run()).violations)
-  return (violations as AxeViolation[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .flatMap((v) => v.nodes.map((n) => `${v.id} (${v.impact}): ${v.help} at ${n.target.join(' ')}: ${n.failureSummary ?? ''}`))
-}
 
 const focused = (page: Page) =>
   page.evaluate(() => {
@@ -54,15 +34,7 @@ describe('the switcher by keyboard, and its accessibility (Chromium, sqlite)', (
   let workspaceId: string
   const tasks: { id: string; sessionId?: string }[] = []
 
-  async function openPage(viewport = DESKTOP): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport, ...(viewport === PHONE && { isMobile: true, hasTouch: true, deviceScaleFactor: 2 }) })
-    await blockOtherHosts(context)
-    const page = await context.newPage()
-    const errors: string[] = []
-    page.on('pageerror', (e) => errors.push(e.message))
-    await page.goto(`${server.url}/#token=${encodeURIComponent(token)}`)
-    return { context, page, errors }
-  }
+  const openPage = (viewport = DESKTOP) => openAt(browser, server.url, viewport, token)
   const shownIds = (page: Page, switcher: 'desktop' | 'phone') =>
     page.$$eval(`[data-switcher="${switcher}"] .task-row`, (rows) => rows.map((r) => (r as HTMLElement).dataset.taskId!))
   const openedTask = (page: Page) => page.locator('main.pane').getAttribute('data-task-id')
@@ -182,7 +154,7 @@ describe('the switcher by keyboard, and its accessibility (Chromium, sqlite)', (
     // Every kind of attention badge is on screen.
     for (const badge of ['primary', 'waiting', 'queued', 'interruption', 'error'])
       expect(await page.locator(`[data-switcher="${name}"] [data-badge="${badge}"]`).count(), badge).toBeGreaterThan(0)
-    expect(await seriousViolations(page)).toEqual([])
+    expect(await axeViolations(page, { seriousOnly: true })).toEqual([])
     // Nothing (the header's buttons included) makes the page wider than the screen.
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(viewport.width)
     expect(errors).toEqual([])

@@ -3,17 +3,16 @@
 // their places while activity re-sorts the tasks; the new order applies when the pointer leaves,
 // or at once from the "N changes — re-sort" button; the order choice is remembered.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { startTestServer, type TestServer } from '../support/server.ts'
-import { blockOtherHosts, launchBrowser } from '../support/browser.ts'
+import { launchBrowser } from '../support/browser.ts'
 import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
+import { DESKTOP, PHONE, openPage as openAt } from './page-helpers.ts'
 import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, TaskStatusSummariesDocument, UpdateTaskDocument } from '../generated/graphql.ts'
 import { ClientTasksPageDocument, type TaskOrder } from '../../packages/client/src/generated/graphql.ts'
 
-const DESKTOP = { width: 1280, height: 800 }
-const PHONE = { width: 390, height: 844 }
 
 describe('rows never move under the pointer (Chromium, sqlite)', () => {
   let server: TestServer
@@ -52,15 +51,7 @@ describe('rows never move under the pointer (Chromium, sqlite)', () => {
     }, 30_000)
   }
 
-  async function openPage(viewport = DESKTOP): Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
-    const context = await browser.newContext({ viewport, ...(viewport === PHONE && { isMobile: true, hasTouch: true, deviceScaleFactor: 2 }) })
-    await blockOtherHosts(context)
-    const page = await context.newPage()
-    const errors: string[] = []
-    page.on('pageerror', (e) => errors.push(e.message))
-    await page.goto(`${server.url}/#token=${encodeURIComponent(token)}`)
-    return { context, page, errors }
-  }
+  const openPage = (viewport = DESKTOP) => openAt(browser, server.url, viewport, token)
 
   beforeAll(async () => {
     server = await startTestServer('sqlite', { webRoot: inject('webRoot') })

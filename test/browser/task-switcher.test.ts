@@ -6,10 +6,9 @@ import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
 import { SocketProxy } from '../support/socket-proxy.ts'
+import { DESKTOP, PHONE } from './page-helpers.ts'
 import { AddMessageDocument, CreateTaskDocument, CreateUserDocument, StartSessionDocument, TaskStatusSummariesDocument, UpdateTaskDocument } from '../generated/graphql.ts'
 
-const DESKTOP = { width: 1280, height: 800 }
-const PHONE = { width: 390, height: 844 }
 
 interface RowView {
   id: string
