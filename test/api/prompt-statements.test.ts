@@ -8,6 +8,7 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
+import { withoutAccessReads } from '../support/statements.ts'
 import { AddMessageDocument, CreateTaskDocument, StartSessionDocument } from '../generated/graphql.ts'
 
 /**
@@ -17,12 +18,7 @@ import { AddMessageDocument, CreateTaskDocument, StartSessionDocument } from '..
  * the workspace again.
  */
 const STATEMENTS_BEFORE = 22
-/**
- * The caller's token, user and membership reads (access/access-control.ts): kept for 5 s, so
- * whether a request reads them again depends on the clock, not on addMessage. Counted apart.
- */
-const ACCESS_READ = /FROM [^ ]*[`"](ApiToken|User|Membership)[`"] /
-/** At most: the token and its user (2), the membership (1). */
+/** The access reads (test/support/statements.ts), at most: the token and its user (2), the membership (1). */
 const ACCESS_READS_AT_MOST = 3
 
 /**
@@ -68,7 +64,7 @@ describe.each(PROVIDERS)('statements of one addMessage (%s)', (provider) => {
     statements.length = 0
     const clientMessageId = randomUUID()
     const { addMessage } = await ok(url, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId, content: 'queued' } })
-    const counted = statements.filter((sql) => !ACCESS_READ.test(sql))
+    const counted = withoutAccessReads(statements)
     expect(statements.length - counted.length).toBeLessThanOrEqual(ACCESS_READS_AT_MOST)
 
     expect(addMessage.replayed).toBe(false)

@@ -6,6 +6,7 @@ import { PROVIDERS } from '../support/databases.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
+import { withoutAccessReads } from '../support/statements.ts'
 import { BootWithSummariesDocument, CreateWorkspaceDocument, TasksWithSummariesDocument } from '../generated/graphql.ts'
 import { createTask } from '../../src/store/tasks.ts'
 import { insertMessage } from '../../src/store/messages.ts'
@@ -43,7 +44,8 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
     statements.length = 0
     await run()
     await server.projector.idle()
-    return [...statements].sort()
+    // Access reads come back when the 5 s cache ran out between the runs (a slow machine): not the read path's.
+    return withoutAccessReads(statements).sort()
   }
 
   async function summaryOf(workspaceId: string, taskId: string) {
