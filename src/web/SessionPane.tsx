@@ -3,6 +3,7 @@ import type { Message, SendResult, TaskClient, TaskRow } from '@task-status/clie
 import { useSendMessage, useSession } from '@task-status/client/react'
 import { SessionControls } from './SessionControls.tsx'
 import { StartSessionForm } from './StartSessionForm.tsx'
+import { useAction } from './use-action.ts'
 
 /** The selected task's session (its primary, or one picked or started here): its live transcript, what it waits for, and a message box. */
 export function SessionPane(props: { client: TaskClient; task: TaskRow | null }) {
@@ -75,26 +76,21 @@ function MessageView({ message }: { message: Message }) {
 function PendingRequest(props: { client: TaskClient; sessionId: string; message: Message }) {
   const { client, sessionId, message } = props
   const [answer, setAnswer] = useState('')
-  const [busy, setBusy] = useState(false)
-  const [error, setError] = useState<string | null>(null)
+  const { busy, error, run } = useAction()
   const pendingId = message.pendingId
   if (!pendingId) return null
-  const act = (work: Promise<void>) => {
-    setBusy(true)
-    setError(null)
-    work.catch((e: unknown) => setError(errorText(e))).finally(() => setBusy(false))
-  }
+  const act = (work: () => Promise<void>) => void run(work)
   if (message.kind === 'PERMISSION_REQUEST')
     return (
       <div className="pending permission" data-pending-id={pendingId}>
         <span className="pending-title">Permission: {message.content}</span>
-        <button type="button" disabled={busy} onClick={() => act(client.respondToPermission(sessionId, pendingId, 'allow'))}>
+        <button type="button" disabled={busy} onClick={() => act(() => client.respondToPermission(sessionId, pendingId, 'allow'))}>
           Allow
         </button>
-        <button type="button" disabled={busy} className="secondary" onClick={() => act(client.respondToPermission(sessionId, pendingId, 'reject'))}>
+        <button type="button" disabled={busy} className="secondary" onClick={() => act(() => client.respondToPermission(sessionId, pendingId, 'reject'))}>
           Reject
         </button>
-        {error && <span className="error-text">{error}</span>}
+        {error && <span className="error-text">{error.message}</span>}
       </div>
     )
   return (
@@ -103,7 +99,7 @@ function PendingRequest(props: { client: TaskClient; sessionId: string; message:
       data-pending-id={pendingId}
       onSubmit={(e) => {
         e.preventDefault()
-        if (answer.trim()) act(client.answerClarification(sessionId, pendingId, answer.trim()))
+        if (answer.trim()) act(() => client.answerClarification(sessionId, pendingId, answer.trim()))
       }}
     >
       <span className="pending-title">Question: {message.content}</span>
@@ -111,7 +107,7 @@ function PendingRequest(props: { client: TaskClient; sessionId: string; message:
       <button type="submit" disabled={busy || !answer.trim()}>
         Answer
       </button>
-      {error && <span className="error-text">{error}</span>}
+      {error && <span className="error-text">{error.message}</span>}
     </form>
   )
 }
