@@ -3,8 +3,6 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { connectDatabase } from '../store/db.ts'
-import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
 import { memberWorkspaceIds } from '../store/workspaces.ts'
@@ -34,6 +32,7 @@ import { DatabaseHealth } from '../server/database-health.ts'
 import { runPreflight, type PreflightOptions } from '../server/preflight.ts'
 import { healthOnly, routeRequests } from './request-routing.ts'
 import { startSessionOwnership } from './session-ownership.ts'
+import { openDatabase } from './open-database.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -102,20 +101,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const httpServer = createServer((req, res) => cors.handle(req, res) || serve(req, res))
   const preflight = await runPreflight(config, httpServer, options.preflight)
 
-  if (config.databaseProvider === 'sqlite') ensureSqliteDirectory(config.databaseUrl)
-  const connect = () => connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery })
-  let db = await connect()
-  if (!options.skipMigrations) {
-    const started = performance.now()
-    const pending = await pendingMigrations(db, config.databaseProvider)
-    if (pending.length > 0) {
-      // The CLI takes the database for itself (SQLite's write lock): this connection waits outside.
-      await db.$disconnect()
-      await deployMigrations(config.databaseProvider, config.databaseUrl)
-      db = await connect()
-    }
-    const ms = Math.round(performance.now() - started)
-    logger.info({ provider: config.databaseProvider, pending: pending.length, ms }, pending.length > 0 ? 'migrations applied' : 'migrations up to date')
+  let db
+  try {
+    db = await openDatabase(config, logger, options)
+  } catch (error) {
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()))
+    await preflight.release()
+    throw error
   }
   const store = createStore(db, options.clock)
   const database = new DatabaseHealth(db)

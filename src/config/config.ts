@@ -86,17 +86,46 @@ function serializedOrigin(entry: string): string | undefined {
   }
 }
 
+/**
+ * DATABASE_URL's shape, before anything is opened: a `file:` URL naming a file, or a PostgreSQL URL
+ * that parses. Messages never repeat the URL (it may carry a password), only a scheme.
+ */
+const databaseUrlFromEnv = z
+  .string()
+  .default('file:./data/app.db')
+  .superRefine((url, ctx) => {
+    const problem = databaseUrlProblem(url)
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  })
+
+const DATABASE_URL_FORMS = 'file:./data/app.db (SQLite) or postgres://user:password@host:5432/database (PostgreSQL)'
+
+function databaseUrlProblem(url: string): string | undefined {
+  if (url.trim() === '') return `is empty; unset it for the default file:./data/app.db, or set ${DATABASE_URL_FORMS}`
+  if (url.startsWith('file:')) {
+    const file = url.slice('file:'.length).split('?', 1)[0]!
+    if (file === '') return 'file: names no file; write file:./data/app.db or another file path'
+    if (file.endsWith('/')) return 'names a folder (it ends with /); name a database file in it, such as file:./data/app.db'
+    return undefined
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    try {
+      new URL(url)
+      return undefined
+    } catch {
+      return 'is not a valid PostgreSQL URL; write postgres://user:password@host:5432/database (percent-encode special characters in the password)'
+    }
+  }
+  const scheme = /^([a-z][a-z0-9+.-]{0,19}):/i.exec(url)?.[1]
+  return `${scheme ? `the scheme ${scheme}: is not supported` : 'is not a database URL'}; use ${DATABASE_URL_FORMS}`
+}
+
 const emptyAsUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v)
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z
-    .string()
-    .default('file:./data/app.db')
-    .refine((u) => /^(file:|postgres:\/\/|postgresql:\/\/)/.test(u), {
-      message: 'must start with file: (SQLite) or postgres:// / postgresql:// (PostgreSQL)',
-    }),
+  DATABASE_URL: databaseUrlFromEnv,
   REDIS_URL: z.preprocess(emptyAsUndefined, z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional()),
   ADMIN_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'must be at least 16 characters').optional()),
   AGENT_PROFILES: agentProfilesFromEnv,
@@ -166,13 +195,14 @@ export function databaseProviderOf(url: string): DatabaseProvider {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`)
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
+    // One line per bad variable, each whole on its own: what an operator reads, or a log collects.
+    const lines = parsed.error.issues.map((i) => `Invalid configuration: ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    throw new ConfigError(lines.join('\n'))
   }
   const e = parsed.data
   if (e.GITHUB_WEBHOOK_UNVERIFIED_BYTES < e.GITHUB_WEBHOOK_MAX_BODY_BYTES)
     throw new ConfigError(
-      'Invalid configuration:\n  GITHUB_WEBHOOK_UNVERIFIED_BYTES: must be at least GITHUB_WEBHOOK_MAX_BODY_BYTES (a body of the largest size must fit)',
+      'Invalid configuration: GITHUB_WEBHOOK_UNVERIFIED_BYTES: must be at least GITHUB_WEBHOOK_MAX_BODY_BYTES (a body of the largest size must fit)',
     )
   return {
     port: e.PORT,

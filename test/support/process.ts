@@ -28,13 +28,17 @@ export function spawnServer(
   args: string[],
   env: Record<string, string>,
   children: ChildProcess[],
-  /** `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too. */
-  options: { detached?: boolean } = {},
+  /**
+   * `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too.
+   * `user`: the uid and gid to run as (a test run by root shows what a server's own user may not do).
+   */
+  options: { detached?: boolean; user?: { uid: number; gid: number } } = {},
 ): ServerProcess {
   const spawnedAt = performance.now()
   const child = spawn(process.execPath, args, {
     cwd: projectRoot,
     detached: options.detached ?? false,
+    ...options.user,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

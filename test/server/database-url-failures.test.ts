@@ -1,0 +1,156 @@
+// Every DATABASE_URL that cannot work ends the start (and `npm run db:migrate`) the same way: one
+// line on stderr naming DATABASE_URL, no stack, no password, nothing on stdout, exit 1, and all of
+// it before a 5 s deadline. A hang (as Node's recursive mkdir under /proc once caused) fails the
+// deadline instead of holding the run.
+import type { ChildProcess } from 'node:child_process'
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { migratedDatabase, postgresUrl, tempDir } from '../support/databases.ts'
+import { freePort } from '../support/postgres-cluster.ts'
+import { spawnServer, type ServerProcess } from '../support/process.ts'
+
+const DEADLINE_MS = 5_000
+const PASSWORD = 's3cret-pw'
+
+const children: ChildProcess[] = []
+const cleanups: (() => void)[] = []
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL')
+  for (const cleanup of cleanups) cleanup()
+})
+
+/**
+ * Root may write in any folder, whatever its mode: a test run as root runs the server as `nobody`
+ * to show what a server's own user may not do. That user must reach the files: a folder of its own
+ * outside the run's (private) temporary folder.
+ */
+const asRoot = process.getuid?.() === 0
+const unprivileged = asRoot ? { uid: 65534, gid: 65534 } : undefined
+function sharedFolder(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tss-${prefix}-`))
+  chmodSync(dir, 0o755)
+  cleanups.push(() => {
+    chmodSync(dir, 0o755)
+    rmSync(dir, { recursive: true, force: true })
+  })
+  return dir
+}
+
+interface Shape {
+  name: string
+  url: () => Promise<string> | string
+  /** What the one line says, after `DATABASE_URL: `. */
+  says: RegExp
+  /** Refused when the environment is read (`Invalid configuration: …`), before anything is opened. */
+  configuration?: true
+  /** Run the server as a user without write access (root is not such a user). */
+  unprivileged?: boolean
+  /** Checked after the refusal: nothing was changed. */
+  unchanged?: () => void
+}
+
+let garbage: { file: string; content: string }
+const SHAPES: Shape[] = [
+  { name: 'empty', url: () => '', says: /^is empty; unset it for the default file:\.\/data\/app\.db/, configuration: true },
+  { name: 'an unknown scheme', url: () => `mysql://app:${PASSWORD}@db.example.com/tasks`, says: /^the scheme mysql: is not supported; use file:/, configuration: true },
+  { name: 'a malformed PostgreSQL URL', url: () => 'postgres://:@:x/', says: /^is not a valid PostgreSQL URL; write postgres:\/\/user:password@host:5432\/database/, configuration: true },
+  { name: 'file: naming a folder with a slash', url: () => `file:${tempDir('slash')}/`, says: /^names a folder \(it ends with \/\)/, configuration: true },
+  { name: 'file: naming an existing folder', url: () => `file:${tempDir('folder')}`, says: /^\/.+ is a folder, not a database file\. Name a file in it, such as file:\/.+\/app\.db\.$/ },
+  {
+    // Node's recursive mkdir spun here forever (procfs answers ENOENT to every new entry).
+    name: 'file: in a folder that does not exist and cannot be created',
+    url: () => 'file:/proc/nope/app.db',
+    says: /^cannot create the folder \/proc\/nope for the SQLite database \(ENOENT\)/,
+  },
+  {
+    name: 'file: naming a file that is not a SQLite database',
+    url: () => {
+      garbage = { file: path.join(tempDir('garbage'), 'app.db'), content: 'these bytes are not a SQLite database\n'.repeat(100) }
+      writeFileSync(garbage.file, garbage.content)
+      return `file:${garbage.file}`
+    },
+    says: /^\/.+\/app\.db is not a SQLite database\./,
+    unchanged: () => expect(readFileSync(garbage.file, 'utf8')).toBe(garbage.content),
+  },
+  {
+    name: 'file: in a read-only folder',
+    url: () => {
+      const dir = path.join(sharedFolder('read-only'), 'ro')
+      mkdirSync(dir, { mode: 0o555 })
+      return `file:${path.join(dir, 'app.db')}`
+    },
+    says: /^cannot create \/.+\/ro\/app\.db: the folder \/.+\/ro refuses new files from the server’s user \(EACCES\)/,
+    unprivileged: true,
+  },
+  {
+    name: 'file: naming a read-only database',
+    url: async () => {
+      const dir = sharedFolder('read-only-db')
+      const file = path.join(dir, 'app.db')
+      copyFileSync((await migratedDatabase('sqlite')).slice('file:'.length), file)
+      chmodSync(file, 0o444)
+      return `file:${file}`
+    },
+    says: /^\/.+\/app\.db is read-only for the server’s user \(EACCES\)/,
+    unprivileged: true,
+  },
+  {
+    name: 'postgres:// with a host that does not resolve',
+    url: () => `postgresql://postgres:${PASSWORD}@no-such-host.invalid:5432/tasks`,
+    says: /^PostgreSQL at no-such-host\.invalid:5432\/tasks is not reachable \((ENOTFOUND|EAI_AGAIN|no answer within \d+ ms)\)/,
+  },
+  {
+    name: 'postgres:// on a port nothing listens on',
+    url: async () => `postgresql://postgres:${PASSWORD}@127.0.0.1:${await freePort()}/tasks`,
+    says: /^PostgreSQL at 127\.0\.0\.1:\d+\/tasks is not reachable \(ECONNREFUSED\)/,
+  },
+  {
+    name: 'postgres:// with a user the server does not know',
+    url: () => postgresUrl('postgres').replace('postgresql://postgres@', `postgresql://no_such_role:${PASSWORD}@`),
+    says: /^PostgreSQL at 127\.0\.0\.1:\d+\/postgres refused the user or password/,
+  },
+  {
+    name: 'postgres:// naming a database that does not exist',
+    url: () => postgresUrl('tss_no_such_database').replace('postgresql://postgres@', `postgresql://postgres:${PASSWORD}@`),
+    says: /^PostgreSQL at 127\.0\.0\.1:\d+\/tss_no_such_database has no such database/,
+  },
+]
+
+/** Exit 1 before the deadline (counted from the spawn), with one clear line and nothing else. */
+async function expectRefusal(run: ServerProcess, prefix: string, says: RegExp): Promise<void> {
+  const outcome = await Promise.race([run.exited, new Promise((resolve) => setTimeout(() => resolve(`still running after ${DEADLINE_MS} ms`), DEADLINE_MS))])
+  const { stdout, stderr } = run.output()
+  expect(outcome, stderr).toBe(1)
+  const lines = stderr.trimEnd().split('\n')
+  expect(lines, stderr).toHaveLength(1)
+  const [head, rest] = [lines[0]!.slice(0, prefix.length), lines[0]!.slice(prefix.length)]
+  expect(head).toBe(prefix)
+  expect(rest).toMatch(says)
+  expect(stderr).not.toMatch(/\n\s+at |Error:|prisma|invocation/i)
+  expect(stderr).not.toContain(PASSWORD)
+  expect(stdout).toBe('')
+}
+
+const prefixOf = (shape: Shape, command: 'start' | 'migrate') =>
+  shape.configuration ? 'Invalid configuration: DATABASE_URL: ' : `Cannot ${command}: DATABASE_URL: `
+
+describe('a DATABASE_URL that cannot work: one line, exit 1, within 5 s', () => {
+  it.each(SHAPES)('npm start: $name', async (shape) => {
+    const url = await shape.url()
+    const user = shape.unprivileged ? unprivileged : undefined
+    const run = spawnServer(['--import', 'tsx', 'src/main.ts'], { PORT: String(await freePort()), DATABASE_URL: url }, children, { user })
+    await expectRefusal(run, prefixOf(shape, 'start'), shape.says)
+    shape.unchanged?.()
+  })
+
+  it.each(SHAPES.filter((shape) => ['empty', 'file: in a folder that does not exist and cannot be created', 'postgres:// on a port nothing listens on'].includes(shape.name)))(
+    'npm run db:migrate: $name',
+    async (shape) => {
+      const url = await shape.url()
+      const run = spawnServer(['--import', 'tsx', 'scripts/migrate.ts'], { DATABASE_URL: url }, children)
+      await expectRefusal(run, prefixOf(shape, 'migrate'), shape.says)
+    },
+  )
+})
