@@ -17,8 +17,11 @@ import { AddMessageDocument, CreateTaskDocument, CreateWorkspaceDocument, Sessio
 const buildRoot = path.join(projectRoot, '.vitest-tmp', `build-${randomUUID()}`)
 const outDir = path.join(buildRoot, 'dist')
 const children: ChildProcess[] = []
+/** Processes below a spawned npm: if the server outlived npm, it must not outlive the test. */
+const grandchildren: number[] = []
 afterAll(() => {
   for (const child of children) child.kill('SIGKILL')
+  for (const pid of grandchildren) if (alive(pid)) process.kill(pid, 'SIGKILL')
   rmSync(buildRoot, { recursive: true, force: true })
 })
 
@@ -90,7 +93,7 @@ describe('the production command under a supervisor', () => {
     const [command, ...args] = commands.at(-1)!.split(/\s+/)
     expect([command, ...args]).toEqual(['npm', 'run', 'start:prod'])
     // A package beside the build with the project's own start:prod script: npm runs it there.
-    writeFileSync(path.join(buildRoot, 'package.json'), JSON.stringify({ name: 'production-command', private: true, scripts: { 'start:prod': scripts['start:prod'] } }))
+    writeFileSync(path.join(buildRoot, 'package.json'), JSON.stringify({ name: 'production-command', private: true, type: 'module', scripts: { 'start:prod': scripts['start:prod'] } }))
 
     const port = await freePort()
     const env = { PORT: String(port), DATABASE_URL: await emptyDatabase('sqlite'), ADMIN_TOKEN: 'production-command-admin-token-0123' }
@@ -98,6 +101,7 @@ describe('the production command under a supervisor', () => {
     await run.ready(port)
     const held = run.child.pid!
     const processes = descendantsOf(held)
+    grandchildren.push(...processes)
     expect(processes.map((pid) => cmdline(pid).slice(-1)[0])).toContain('dist/main.js')
 
     run.child.kill('SIGTERM')
