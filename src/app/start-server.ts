@@ -27,6 +27,7 @@ import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { createYogaServer } from '../server/yoga.ts'
 import { createRateLimits } from '../server/plugins/use-rate-limits.ts'
 import { corsPolicy } from '../server/cors.ts'
+import { withAccessLog } from '../server/plugins/use-access-log.ts'
 import { Readiness } from '../server/readiness.ts'
 import { DatabaseHealth } from '../server/database-health.ts'
 import { runPreflight, type PreflightOptions } from '../server/preflight.ts'
@@ -98,7 +99,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let serve: RequestListener = healthOnly
   // CORS before any route, in every phase (starting, serving, stopping): one policy for every path.
   const cors = corsPolicy(config.corsOrigins)
-  const httpServer = createServer((req, res) => cors.handle(req, res) || serve(req, res))
+  // Every answer in every phase too: a refused request is logged (use-access-log.ts).
+  const httpServer = createServer(withAccessLog(logger, (req, res) => cors.handle(req, res) || serve(req, res)))
   const preflight = await runPreflight(config, httpServer, options.preflight)
 
   let db
