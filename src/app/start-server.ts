@@ -1,7 +1,7 @@
 import { createServer, type RequestListener, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
-import { createLogger, type Logger } from '../observability/logger.ts'
+import { chooseLogFormat, createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
@@ -90,7 +90,8 @@ function printAdminTokenOnce(token: string): void {
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const instanceId = newInstanceId()
-  const logger = (options.logger ?? createLogger(config.logLevel)).child({ instance: instanceId })
+  const logFormat = chooseLogFormat({ stdoutIsTTY: process.stdout.isTTY === true, nodeEnv: config.nodeEnv, setting: config.logFormat })
+  const logger = (options.logger ?? createLogger(config.logLevel, logFormat)).child({ instance: instanceId })
   const readiness = new Readiness()
   const metrics = createMetrics()
 

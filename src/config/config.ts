@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
+import type { LogFormatSetting } from '../observability/logger.ts'
 
 /** One agent profile: an ACP agent started over stdio. */
 export const agentProfileSchema = z.object({
@@ -136,6 +137,8 @@ const envSchema = z.object({
   GITHUB_WEBHOOK_UNVERIFIED_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   REPOSITORY_ROOTS: repositoryRootsFromEnv,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['auto', 'json', 'pretty']).default('auto')),
+  NODE_ENV: z.string().optional(),
   // README "Limits": generous enough that people and the test suite never meet them; 0 turns a rate limit off.
   RATE_LIMIT_MUTATIONS: z.coerce.number().int().min(0).default(1000),
   RATE_LIMIT_SUBSCRIPTIONS: z.coerce.number().int().min(0).default(500),
@@ -165,6 +168,10 @@ export interface Config {
   /** Absolute directories; a task repository's localPath must resolve inside one of them. */
   repositoryRoots: string[]
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
+  /** LOG_FORMAT: json, pretty, or auto (pretty on a terminal outside production; see chooseLogFormat). */
+  logFormat: LogFormatSetting
+  /** NODE_ENV as given (`production` keeps JSON logs on a terminal too). */
+  nodeEnv?: string
   /** Per caller and window: root mutation fields and subscription starts (0 = unlimited). */
   rateLimits: { mutations: number; subscriptions: number; windowSeconds: number }
   maxSubscriptionsPerConnection: number
@@ -216,6 +223,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     githubWebhookLimits: { maxBodyBytes: e.GITHUB_WEBHOOK_MAX_BODY_BYTES, unverifiedBytes: e.GITHUB_WEBHOOK_UNVERIFIED_BYTES },
     repositoryRoots: e.REPOSITORY_ROOTS,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    nodeEnv: e.NODE_ENV,
     rateLimits: { mutations: e.RATE_LIMIT_MUTATIONS, subscriptions: e.RATE_LIMIT_SUBSCRIPTIONS, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     maxSubscriptionsPerConnection: e.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     sessionLeaseMs: e.SESSION_LEASE_MS,
