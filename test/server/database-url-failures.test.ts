@@ -3,8 +3,7 @@
 // it before a 5 s deadline. A hang (as Node's recursive mkdir under /proc once caused) fails the
 // deadline instead of holding the run.
 import type { ChildProcess } from 'node:child_process'
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { migratedDatabase, postgresUrl, tempDir } from '../support/databases.ts'
@@ -15,28 +14,16 @@ const DEADLINE_MS = 5_000
 const PASSWORD = 's3cret-pw'
 
 const children: ChildProcess[] = []
-const cleanups: (() => void)[] = []
 afterAll(() => {
   for (const child of children) child.kill('SIGKILL')
-  for (const cleanup of cleanups) cleanup()
 })
 
 /**
- * Root may write in any folder, whatever its mode: a test run as root runs the server as `nobody`
- * to show what a server's own user may not do. That user must reach the files: a folder of its own
- * outside the run's (private) temporary folder.
+ * Root may write wherever file modes forbid it (CAP_DAC_OVERRIDE): a test run by root runs the
+ * server without that capability, as the owner of the files, to show what a server's own user
+ * may not do. Nothing else changes (same uid, so it still reads the project).
  */
-const asRoot = process.getuid?.() === 0
-const unprivileged = asRoot ? { uid: 65534, gid: 65534 } : undefined
-function sharedFolder(prefix: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `tss-${prefix}-`))
-  chmodSync(dir, 0o755)
-  cleanups.push(() => {
-    chmodSync(dir, 0o755)
-    rmSync(dir, { recursive: true, force: true })
-  })
-  return dir
-}
+const unprivileged = process.getuid?.() === 0 ? ['setpriv', '--bounding-set', '-dac_override,-dac_read_search'] : []
 
 interface Shape {
   name: string
@@ -45,7 +32,7 @@ interface Shape {
   says: RegExp
   /** Refused when the environment is read (`Invalid configuration: …`), before anything is opened. */
   configuration?: true
-  /** Run the server as a user without write access (root is not such a user). */
+  /** Run the server without root's power to write where file modes forbid it. */
   unprivileged?: boolean
   /** Checked after the refusal: nothing was changed. */
   unchanged?: () => void
@@ -77,7 +64,7 @@ const SHAPES: Shape[] = [
   {
     name: 'file: in a read-only folder',
     url: () => {
-      const dir = path.join(sharedFolder('read-only'), 'ro')
+      const dir = path.join(tempDir('read-only'), 'ro')
       mkdirSync(dir, { mode: 0o555 })
       return `file:${path.join(dir, 'app.db')}`
     },
@@ -87,8 +74,7 @@ const SHAPES: Shape[] = [
   {
     name: 'file: naming a read-only database',
     url: async () => {
-      const dir = sharedFolder('read-only-db')
-      const file = path.join(dir, 'app.db')
+      const file = path.join(tempDir('read-only-db'), 'app.db')
       copyFileSync((await migratedDatabase('sqlite')).slice('file:'.length), file)
       chmodSync(file, 0o444)
       return `file:${file}`
@@ -139,8 +125,8 @@ const prefixOf = (shape: Shape, command: 'start' | 'migrate') =>
 describe('a DATABASE_URL that cannot work: one line, exit 1, within 5 s', () => {
   it.each(SHAPES)('npm start: $name', async (shape) => {
     const url = await shape.url()
-    const user = shape.unprivileged ? unprivileged : undefined
-    const run = spawnServer(['--import', 'tsx', 'src/main.ts'], { PORT: String(await freePort()), DATABASE_URL: url }, children, { user })
+    const [command, ...wrapper] = shape.unprivileged && unprivileged.length > 0 ? [...unprivileged, process.execPath] : []
+    const run = spawnServer([...wrapper, '--import', 'tsx', 'src/main.ts'], { PORT: String(await freePort()), DATABASE_URL: url }, children, { command })
     await expectRefusal(run, prefixOf(shape, 'start'), shape.says)
     shape.unchanged?.()
   })

@@ -31,16 +31,14 @@ export function spawnServer(
   children: ChildProcess[],
   /**
    * `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too.
-   * `user`: the uid and gid to run as (a test run by root shows what a server's own user may not do).
-   * `command` and `cwd`: another program than Node (`npm`, to run a package script) and where.
+   * `command` and `cwd`: another program than Node (`npm` to run a package script, a wrapper) and where.
    */
-  options: { detached?: boolean; user?: { uid: number; gid: number }; command?: string; cwd?: string } = {},
+  options: { detached?: boolean; command?: string; cwd?: string } = {},
 ): ServerProcess {
   const spawnedAt = performance.now()
   const child = spawn(options.command ?? process.execPath, args, {
     cwd: options.cwd ?? projectRoot,
     detached: options.detached ?? false,
-    ...options.user,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
