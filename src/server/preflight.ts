@@ -42,7 +42,7 @@ export async function runPreflight(config: Config, httpServer: HttpServer, optio
 
 /**
  * The database of DATABASE_URL answers within `timeoutMs`: PostgreSQL accepts the credentials and
- * runs a query; a SQLite file can be opened or created there (checked without creating anything).
+ * runs a query; a SQLite file can be opened or created there (tried with a probe entry, removed at once).
  * main.ts runs it before it loads the rest of the server, so a wrong URL is one line within seconds.
  */
 export async function probeDatabase(config: Pick<Config, 'databaseProvider' | 'databaseUrl'>, timeoutMs = DEFAULT_PROBE_TIMEOUT_MS): Promise<void> {

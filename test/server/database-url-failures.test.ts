@@ -9,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { migratedDatabase, postgresUrl, tempDir } from '../support/databases.ts'
 import { freePort } from '../support/postgres-cluster.ts'
 import { spawnServer, type ServerProcess } from '../support/process.ts'
+import { databaseStartupError } from '../../src/app/open-database.ts'
+import { withoutCredentials } from '../../src/server/startup-error.ts'
 
 const DEADLINE_MS = 5_000
 const PASSWORD = 's3cret-pw'
@@ -105,8 +107,8 @@ const SHAPES: Shape[] = [
 ]
 
 /** Exit 1 before the deadline (counted from the spawn), with one clear line and nothing else. */
-async function expectRefusal(run: ServerProcess, prefix: string, says: RegExp): Promise<void> {
-  const outcome = await Promise.race([run.exited, new Promise((resolve) => setTimeout(() => resolve(`still running after ${DEADLINE_MS} ms`), DEADLINE_MS))])
+async function expectRefusal(run: ServerProcess, prefix: string, says: RegExp, deadlineMs = DEADLINE_MS): Promise<void> {
+  const outcome = await Promise.race([run.exited, new Promise((resolve) => setTimeout(() => resolve(`still running after ${deadlineMs} ms`), deadlineMs))])
   const { stdout, stderr } = run.output()
   expect(outcome, stderr).toBe(1)
   const lines = stderr.trimEnd().split('\n')
@@ -139,4 +141,41 @@ describe('a DATABASE_URL that cannot work: one line, exit 1, within 5 s', () => 
       await expectRefusal(run, prefixOf(shape, 'migrate'), shape.says)
     },
   )
+})
+
+describe('a SQLite database SQLite itself refuses once the server opens it', () => {
+  // The header is right, so the probe lets it pass; the refusal comes from opening the database,
+  // after the rest of the server has been loaded (seconds more on a busy machine: a longer deadline).
+  it('npm start: one line naming the file and SQLite\'s reason, exit 1', async () => {
+    const file = path.join(tempDir('damaged'), 'app.db')
+    const bytes = Buffer.alloc(8192, 'A')
+    Buffer.from('SQLite format 3\0', 'latin1').copy(bytes)
+    writeFileSync(file, bytes)
+    const run = spawnServer(['--import', 'tsx', 'src/main.ts'], { PORT: String(await freePort()), DATABASE_URL: `file:${file}` }, children)
+    const says = new RegExp(`^the SQLite database ${file} could not be opened or migrated \\(file is not a database\\)\\.`)
+    await expectRefusal(run, 'Cannot start: DATABASE_URL: ', says, 20_000)
+    expect(readFileSync(file)).toEqual(bytes)
+  })
+})
+
+describe('databaseStartupError', () => {
+  it('makes a multi-line driver or migration CLI report one line, without the URL\'s credentials', () => {
+    const report = [
+      'prisma migrate deploy failed (exit 1):',
+      'Prisma schema loaded from prisma/postgres/schema.prisma',
+      `Datasource "db": PostgreSQL database "tasks" at "postgresql://app:${PASSWORD}@db.internal:5432"`,
+      '',
+      'Error: P3018',
+      '',
+      'A migration failed to apply.',
+    ].join('\n')
+    const error = databaseStartupError({ databaseProvider: 'postgres', databaseUrl: `postgresql://app:${PASSWORD}@db.internal:5432/tasks` }, new Error(report))
+    expect(error.message).toBe(
+      'DATABASE_URL: PostgreSQL at db.internal:5432/tasks could not be opened or migrated (Error: P3018). Correct DATABASE_URL, or the database or file it names, and start again.',
+    )
+    const other = databaseStartupError({ databaseProvider: 'postgres', databaseUrl: 'postgresql://h/db' }, new Error(`connect to postgresql://app:${PASSWORD}@h/db failed\nfor a reason`))
+    expect(other.message).toContain('(for a reason)')
+    expect(other.message).not.toContain(PASSWORD)
+    expect(withoutCredentials(`postgresql://app:${PASSWORD}@h/db and redis://:${PASSWORD}@r:6379`)).toBe('postgresql://h/db and redis://r:6379')
+  })
 })
