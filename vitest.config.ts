@@ -17,5 +17,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time whatever the core count (vitest's default is cores − 1: one on a 2-core
+    // CI machine). Most files wait on servers, databases, child processes and Chromium, not on CPU.
+    maxWorkers: 2,
   },
 })

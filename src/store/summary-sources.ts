@@ -26,8 +26,12 @@ type TurnRow = {
   promptDispatchPending: unknown
   promptDispatchAttempted: unknown
   hasMessages: unknown
+  queued: unknown
   queuedPrompts: unknown
 }
+
+/** A prompt accepted behind an open turn and not dispatched yet (as QUEUED_PROMPT in store/turns.ts, cut-off ones too). */
+const QUEUED_SQL = (alias: string) => Prisma.raw(`(${alias}."queuedAt" IS NOT NULL AND NOT ${alias}."promptDispatchAttempted")`)
 
 
 const INTERRUPTIONS = new Set<string>(INTERRUPTION_REASONS)
@@ -41,7 +45,8 @@ interface SessionTurns {
 /**
  * The newest few turns of each session, and its count of queued prompts, in one window-function
  * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
- * costs no statement of its own.
+ * costs no statement of its own. Queued prompts rank after every other turn: however many wait,
+ * the turn they wait behind stays in the window.
  */
 async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<string, SessionTurns>> {
   const result = new Map<string, SessionTurns>()
@@ -52,12 +57,12 @@ async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<strin
   const rows = await db.$queryRaw<TurnRow[]>`
     SELECT t."id", t."sessionId", t."startedAt", t."lifecycleOnly", t."promptDispatchPending", t."promptDispatchAttempted",
       EXISTS (SELECT 1 FROM "Message" m WHERE m."turnId" = t."id") AS "hasMessages",
-      t."queuedPrompts"
+      t."queued", t."queuedPrompts"
     FROM (
       SELECT turn."id", turn."sessionId", turn."startedAt", turn."lifecycleOnly", turn."promptDispatchPending",
-        turn."promptDispatchAttempted",
+        turn."promptDispatchAttempted", CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END AS "queued",
         SUM(CASE WHEN turn."queuedAt" IS NOT NULL AND turn."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY turn."sessionId") AS "queuedPrompts",
-        ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "rank"
+        ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END, turn."startedAt" DESC, turn."id" DESC) AS "rank"
       FROM "Turn" turn
       WHERE turn."sessionId" IN (${sessionIds})
     ) t
@@ -71,6 +76,7 @@ async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<strin
       promptDispatchPending: rawBool(row.promptDispatchPending),
       promptDispatchAttempted: rawBool(row.promptDispatchAttempted),
       hasMessages: rawBool(row.hasMessages),
+      queued: rawBool(row.queued),
     })
     result.set(row.sessionId, entry)
   }
@@ -102,13 +108,16 @@ function newestTurn(row: OpenRequestRow): TurnObservation | undefined {
     promptDispatchPending: rawBool(row.newestPromptDispatchPending),
     promptDispatchAttempted: rawBool(row.newestPromptDispatchAttempted),
     hasMessages: rawBool(row.newestHasMessages),
+    // The statement reads the newest turn that is not a queued prompt.
+    queued: false,
   }
 }
 
 /**
  * The bounded projection boot and list reads reconcile `pendingAction` from: each task's
  * unresolved permission and clarification rows (an index range per task that holds only open
- * rows) with the state of their session and its newest turn, which decide whether the request
+ * rows) with the state of their session and its newest turn that is not a queued prompt (queued
+ * prompts never reached the agent, summary/pending.ts), which decide whether the request
  * still counts. Usually that turn decides alone (summary/pending.ts `decidesAlone`): one statement
  * whatever the history. Sessions whose newest turn does not (an agent relaunch, an empty
  * reservation) have their window of newest turns read in a second. Sessions without an open
@@ -127,7 +136,7 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
     FROM "Message" m
       JOIN "Session" s ON s."id" = m."sessionId"
       LEFT JOIN "Turn" n ON n."id" = (
-        SELECT x."id" FROM "Turn" x WHERE x."sessionId" = m."sessionId" ORDER BY x."startedAt" DESC, x."id" DESC LIMIT 1)
+        SELECT x."id" FROM "Turn" x WHERE x."sessionId" = m."sessionId" AND NOT ${QUEUED_SQL('x')} ORDER BY x."startedAt" DESC, x."id" DESC LIMIT 1)
     WHERE m."taskId" IN (${Prisma.join([...taskIds])}) AND m."status" = 'PENDING'
       AND m."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND m."pendingId" IS NOT NULL`
   const bySession = groupBy(open, (m) => m.sessionId)

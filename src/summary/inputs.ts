@@ -39,6 +39,8 @@ export interface TurnObservation {
   promptDispatchPending: boolean
   promptDispatchAttempted: boolean
   hasMessages: boolean
+  /** Accepted behind an open turn and never dispatched: its prompt cannot have reached the agent. */
+  queued: boolean
 }
 
 export interface PendingRequestObservation {

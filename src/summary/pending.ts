@@ -6,9 +6,11 @@ const CAN_BE_PENDING = new Set(['RUNNING', 'WAITING_FOR_INPUT'])
 
 /**
  * An empty, unattempted dispatch reservation is not authoritative (nothing reached the agent);
- * a message-backed or attempted one is, because dispatch may have happened.
+ * a message-backed or attempted one is, because dispatch may have happened. A queued prompt is
+ * not, whatever it holds: it waits behind the open turn, whose requests still wait on the user.
  */
 export function isAuthoritativeTurn(turn: TurnObservation): boolean {
+  if (turn.queued) return false
   return !turn.promptDispatchPending || turn.promptDispatchAttempted || turn.hasMessages
 }
 

@@ -1,7 +1,10 @@
 import { useEffect, useState } from 'react'
 import type { TaskClient } from '@task-status/client'
 import { useConnection, useTaskClient, useTaskRow, useWorkspace } from '@task-status/client/react'
+import { CreateWorkspaceForm } from './CreateWorkspaceForm.tsx'
+import { HeaderActions } from './HeaderActions.tsx'
 import { SessionPane, errorText } from './SessionPane.tsx'
+import { NotifyToggle } from './NotifyToggle.tsx'
 import { TaskSheet, TaskSidebar } from './TaskSwitcher.tsx'
 import { storeToken, storedToken, takeTokenFromLocation } from './token.ts'
 import { usePhoneLayout } from './use-phone-layout.ts'
@@ -88,6 +91,10 @@ function WorkspaceView(props: { client: TaskClient; onSignOut: () => void }) {
   }, [client])
 
   const workspace = useWorkspace(client, workspaceId)
+  const addWorkspace = (created: { id: string; name: string }) => {
+    setWorkspaces((all) => [...(all ?? []), created])
+    setWorkspaceId(created.id)
+  }
   const failure = error ?? (workspace.error ? errorText(workspace.error) : null)
 
   if (failure)
@@ -103,18 +110,22 @@ function WorkspaceView(props: { client: TaskClient; onSignOut: () => void }) {
     return (
       <div className="sign-in" data-empty="no-workspace">
         <h1>No workspace yet</h1>
-        <p>
-          This token is not a member of any workspace. Create one in <a href="/graphql">GraphiQL</a> with{' '}
-          <code>mutation {'{'} createWorkspace(name: "Acme") {'{'} id {'}'} {'}'}</code>, then reload; or run <code>npm run demo</code> for a
-          seeded one.
-        </p>
+        <p>This token is not a member of any workspace. Create one (you become its member), or ask a member to add you.</p>
+        <CreateWorkspaceForm client={client} onCreated={addWorkspace} />
         <button type="button" onClick={props.onSignOut}>
           Use another token
         </button>
       </div>
     )
   return (
-    <Switcher client={client} workspaces={workspaces ?? []} workspaceId={workspaceId} onWorkspace={setWorkspaceId} onSignOut={props.onSignOut} />
+    <Switcher
+      client={client}
+      workspaces={workspaces ?? []}
+      workspaceId={workspaceId}
+      onWorkspace={setWorkspaceId}
+      onWorkspaceCreated={addWorkspace}
+      onSignOut={props.onSignOut}
+    />
   )
 }
 
@@ -123,6 +134,7 @@ function Switcher(props: {
   workspaces: { id: string; name: string }[]
   workspaceId: string | null
   onWorkspace: (id: string) => void
+  onWorkspaceCreated: (workspace: { id: string; name: string }) => void
   onSignOut: () => void
 }) {
   const { client } = props
@@ -151,9 +163,11 @@ function Switcher(props: {
             </option>
           ))}
         </select>
+        <HeaderActions client={client} workspaceId={props.workspaceId} onTaskCreated={select} onWorkspaceCreated={props.onWorkspaceCreated} />
         <span className={`connection ${connection}`} data-connection={connection} title={`Connection: ${connection}`}>
           {connection}
         </span>
+        <NotifyToggle client={client} onOpen={select} />
         <button type="button" className="secondary" onClick={props.onSignOut}>
           Sign out
         </button>

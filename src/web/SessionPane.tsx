@@ -1,46 +1,34 @@
 import { useEffect, useRef, useState } from 'react'
 import type { Message, SendResult, TaskClient, TaskRow } from '@task-status/client'
 import { useSendMessage, useSession } from '@task-status/client/react'
+import { SessionControls } from './SessionControls.tsx'
+import { StartSessionForm } from './StartSessionForm.tsx'
 
-/** The selected task's primary session: its live transcript, what it waits for, and a message box. */
+/** The selected task's session (its primary, or one picked or started here): its live transcript, what it waits for, and a message box. */
 export function SessionPane(props: { client: TaskClient; task: TaskRow | null }) {
   const { client, task } = props
-  const sessionId = task?.summary?.primarySession?.id ?? null
+  // A session picked or started here; otherwise the primary one (the feed names it).
+  const [chosen, setChosen] = useState<{ taskId: string; sessionId: string } | null>(null)
+  const sessionId = (chosen && chosen.taskId === task?.id ? chosen.sessionId : null) ?? task?.summary?.primarySession?.id ?? null
 
   if (!task) return <main className="pane empty">Pick a task.</main>
+  const choose = (id: string) => setChosen({ taskId: task.id, sessionId: id })
   return (
     <main className="pane" data-task-id={task.id}>
       <header className="pane-header">
         <h1>{task.title}</h1>
         {task.summary?.primarySession && <span className="pane-state">{task.summary.primarySession.state.replaceAll('_', ' ').toLowerCase()}</span>}
+        {sessionId && <SessionControls client={client} taskId={task.id} sessionId={sessionId} onChoose={choose} />}
       </header>
-      {sessionId ? <SessionView client={client} taskId={task.id} sessionId={sessionId} /> : <NoSession client={client} taskId={task.id} />}
+      {sessionId ? (
+        <SessionView client={client} taskId={task.id} sessionId={sessionId} />
+      ) : (
+        <div className="no-session">
+          <p>This task has no session yet. Start one:</p>
+          <StartSessionForm client={client} taskId={task.id} onStarted={(session) => choose(session.id)} />
+        </div>
+      )}
     </main>
-  )
-}
-
-function NoSession(props: { client: TaskClient; taskId: string }) {
-  const [busy, setBusy] = useState(false)
-  const [error, setError] = useState<string | null>(null)
-  return (
-    <div className="no-session">
-      <p>This task has no session yet.</p>
-      <button
-        type="button"
-        disabled={busy}
-        onClick={() => {
-          setBusy(true)
-          setError(null)
-          props.client
-            .startSession(props.taskId)
-            .catch((e: unknown) => setError(errorText(e)))
-            .finally(() => setBusy(false))
-        }}
-      >
-        Start a mock agent
-      </button>
-      {error && <p className="error-text">{error}</p>}
-    </div>
   )
 }
 
@@ -79,7 +67,7 @@ function MessageView({ message }: { message: Message }) {
     <div className={`message ${message.author.toLowerCase()} ${kind}`} data-message-id={message.id} data-kind={message.kind} data-status={message.status ?? ''}>
       <span className="who">{message.kind === 'MESSAGE' ? message.author.toLowerCase() : kind}</span>
       <span className="content">{message.content}</span>
-      {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase()}</span>}
+      {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase().replaceAll('_', ' ')}</span>}
     </div>
   )
 }

@@ -1,6 +1,7 @@
 import { memo } from 'react'
 import type { TaskRow as TaskRowData } from '@task-status/client'
-import { rowBadges } from './badges.ts'
+import { attentionBadges, rowBadges, waitingBadge } from './badges.ts'
+import { useMinuteClock } from './minute-clock.ts'
 
 const primaryIcons: Record<string, string> = {
   permission: '⚠',
@@ -29,9 +30,17 @@ const prLabels: Record<string, string> = {
  * badges and precedence cannot drift apart. Memoised by row: a summary replacement re-renders
  * only the row it belongs to.
  */
-export const TaskRow = memo(function TaskRow(props: { task: TaskRowData; selected: boolean; onSelect: (taskId: string) => void }) {
+export const TaskRow = memo(function TaskRow(props: {
+  task: TaskRowData
+  selected: boolean
+  /** The list's one Tab stop (the arrow keys move between the others). */
+  tabbable: boolean
+  onSelect: (taskId: string) => void
+  onFocusRow: (taskId: string) => void
+}) {
   const { task, selected } = props
   const badges = rowBadges(task.summary)
+  const attention = attentionBadges(task.summary)
   const primaryKey = badges.primary.kind === 'state' ? badges.primary.state.toLowerCase() : badges.primary.kind
   return (
     <li>
@@ -42,9 +51,11 @@ export const TaskRow = memo(function TaskRow(props: { task: TaskRowData; selecte
         data-primary={primaryKey}
         data-revision={task.summary?.revision ?? 0}
         aria-current={selected ? 'true' : undefined}
+        tabIndex={props.tabbable ? 0 : -1}
         onClick={() => props.onSelect(task.id)}
+        onFocus={() => props.onFocusRow(task.id)}
       >
-        <span className={`badge primary ${badges.primary.kind} ${primaryKey}`} data-badge="primary" title={badges.primary.label} aria-label={badges.primary.label}>
+        <span className={`badge primary ${badges.primary.kind} ${primaryKey}`} data-badge="primary" title={badges.primary.label} role="img" aria-label={badges.primary.label}>
           {primaryIcons[badges.primary.kind]}
         </span>
         <span className="row-main">
@@ -76,10 +87,21 @@ export const TaskRow = memo(function TaskRow(props: { task: TaskRowData; selecte
                 {badges.pullRequest.autoFix && <span className="automation" data-badge="auto-fix" title="Auto-fix on"> ✎</span>}
               </span>
             )}
+            {task.summary?.waitingSince && <Waiting summary={task.summary} />}
+            {attention.queued && (
+              <span className="badge queued" data-badge="queued" title={attention.queued.label} aria-label={attention.queued.label} role="img">
+                {attention.queued.text}
+              </span>
+            )}
+            {attention.interruption && (
+              <span className="badge interruption" data-badge="interruption" data-reason={attention.interruption.reason} title={attention.interruption.label} role="img" aria-label={attention.interruption.label}>
+                {attention.interruption.text}
+              </span>
+            )}
           </span>
         </span>
         {badges.error && (
-          <span className="badge error" data-badge="error" title={badges.error.preview}>
+          <span className="badge error" data-badge="error" title={badges.error.preview} role="img" aria-label={`Error: ${badges.error.preview}`}>
             !
           </span>
         )}
@@ -87,3 +109,14 @@ export const TaskRow = memo(function TaskRow(props: { task: TaskRowData; selecte
     </li>
   )
 })
+
+/** Its own component: only rows that wait re-render on the minute tick. */
+function Waiting(props: { summary: NonNullable<TaskRowData['summary']> }) {
+  const waiting = waitingBadge(props.summary, useMinuteClock())
+  if (!waiting) return null
+  return (
+    <span className="badge waiting" data-badge="waiting" data-since={waiting.since} title={waiting.label} role="img" aria-label={waiting.label}>
+      {waiting.text}
+    </span>
+  )
+}

@@ -73,3 +73,42 @@ export function rowBadges(summary: StatusSummary | null): RowBadges {
         : null,
   }
 }
+
+/** How long a task has waited on its user, for its row: rounded down, in the largest unit that fits. */
+export interface WaitingBadge {
+  /** "waiting 5 min" */
+  text: string
+  /** The same for assistive technology and the tooltip: "Waiting on you for 5 minutes". */
+  label: string
+  since: string
+}
+
+const plural = (n: number, unit: string) => `${n} ${unit}${n === 1 ? '' : 's'}`
+
+export function waitingBadge(summary: StatusSummary | null, now: number): WaitingBadge | null {
+  if (!summary?.pendingAction || !summary.waitingSince) return null
+  const minutes = Math.floor(Math.max(0, now - Date.parse(summary.waitingSince)) / 60_000)
+  const hours = Math.floor(minutes / 60)
+  const days = Math.floor(hours / 24)
+  const [short, long] =
+    minutes < 1 ? ['<1 min', 'less than a minute'] : hours < 1 ? [`${minutes} min`, plural(minutes, 'minute')] : days < 1 ? [`${hours} h`, plural(hours, 'hour')] : [`${days} d`, plural(days, 'day')]
+  return { text: `waiting ${short}`, label: `Waiting on you for ${long}`, since: summary.waitingSince }
+}
+
+const interruptions: Record<string, { text: string; label: string }> = {
+  SERVER_RESTART: { text: 'interrupted: server restart', label: 'The last turn was cut off: the server running the agent restarted' },
+  OWNER_LOST: { text: 'interrupted: owner lost', label: 'The last turn was cut off: the server running the session lost it and another took over' },
+}
+
+/** The row's attention badges that do not depend on the clock: prompts waiting their turn, a turn the server cut off. */
+export function attentionBadges(summary: StatusSummary | null): {
+  queued: { count: number; text: string; label: string } | null
+  interruption: { reason: string; text: string; label: string } | null
+} {
+  const count = summary?.queuedPromptCount ?? 0
+  const reason = summary?.interruption?.reason
+  return {
+    queued: count > 0 ? { count, text: `${count} queued`, label: `${plural(count, 'prompt')} queued behind the current turn` } : null,
+    interruption: reason ? { reason, ...(interruptions[reason] ?? { text: 'interrupted', label: 'The last turn was cut off by the server' }) } : null,
+  }
+}

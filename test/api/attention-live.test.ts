@@ -73,6 +73,9 @@ describe.each(PROVIDERS)('queuedPromptCount with the mock agent (%s)', (provider
     await server.projector.idle()
     const queued = await summary()
     expect(queued.queuedPromptCount).toBe(2)
+    // Queued prompts never reached the agent: the permission they wait behind still counts.
+    expect(queued.pendingAction).toBe('PERMISSION')
+    expect(queued.waitingSince).toBe(waiting.waitingSince)
     // The waiting state is in the store, not only in the runtime's memory.
     const turns = await server.store.db.turn.findMany({ where: { sessionId, queuedAt: { not: null }, completedAt: null } })
     expect(turns).toHaveLength(2)

@@ -27,7 +27,9 @@ function rowsOf(page: Page, switcher: 'desktop' | 'phone'): Promise<RowView[]> {
         id: el.dataset.taskId ?? '',
         primary: el.dataset.primary ?? '',
         revision: Number(el.dataset.revision),
-        badges: [...el.querySelectorAll<HTMLElement>('[data-badge]')].map((b) => `${b.dataset.badge}:${b.textContent?.trim() ?? ''}`),
+        // "waiting 5 min" is relative to each page's own minute tick: two pages may read it either
+        // side of a minute, so it is compared by the time it counts from, deliberately not by its text.
+        badges: [...el.querySelectorAll<HTMLElement>('[data-badge]')].map((b) => `${b.dataset.badge}:${b.dataset.badge === 'waiting' ? `since ${b.dataset.since}` : (b.textContent?.trim() ?? '')}`),
       }
     }),
   )
@@ -188,6 +190,9 @@ describe('the task-switcher page in Chromium (sqlite, mock agents)', () => {
     await expect.poll(() => row(desktop.page, tasks[4]!.id).locator('[data-badge="error"]').count(), { timeout: 20_000 }).toBe(1)
     await caughtUp(desktop.page, 'desktop')
     await caughtUp(phone.page, 'phone')
+    // The open sheet holds the order it opened with (rows never move under a finger): apply the latest.
+    const resort = phone.page.locator('[data-switcher="phone"] [data-action="resort"]')
+    if (await resort.count()) await resort.click()
 
     const onDesktop = await rowsOf(desktop.page, 'desktop')
     const onPhone = await rowsOf(phone.page, 'phone')

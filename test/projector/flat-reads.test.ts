@@ -242,6 +242,32 @@ describe.each(PROVIDERS)('flat summary reads (%s)', (provider) => {
     expect(after.revision).toBe(before.revision + 1)
   })
 
+  it('a pending request behind more queued prompts than the turn window still counts, on the read path and on projection', async () => {
+    const workspaceId = await newWorkspace('behind queued prompts')
+    const task = await createTask(server.store, { workspaceId, title: 'queued behind a permission' })
+    const session = await createSession(server.store, { taskId: task.id, agentProfile: 'mock', state: 'RUNNING' })
+    const now = Date.now()
+    const asked = await startTurn(server.store, { sessionId: session.id, startedAt: new Date(now - 10 * MINUTE) })
+    await insertPendingRequest(task.id, session.id, asked.id)
+    // Four prompts accepted behind the open turn, as store/prompts.ts stores them: more than the
+    // window of newest turns the pending rules read (3), each with its user message.
+    for (let i = 1; i <= 4; i++) {
+      const at = new Date(now - (5 - i) * MINUTE)
+      const queued = await db().turn.create({
+        data: { sessionId: session.id, taskId: task.id, startedAt: at, queuedAt: at, promptDispatchPending: true },
+      })
+      await db().message.create({
+        data: { id: randomUUID(), sessionId: session.id, taskId: task.id, turnId: queued.id, author: 'USER', kind: 'MESSAGE', content: `q${i}`, status: null },
+      })
+    }
+    const read = await summaryOf(workspaceId, task.id)
+    expect(read.pendingAction).toBe('PERMISSION')
+    await server.projector.project(task.id)
+    await server.projector.idle()
+    const projected = JSON.parse((await storedRow(task.id)).payload) as { pendingAction: string | null; queuedPromptCount: number }
+    expect(projected).toMatchObject({ pendingAction: 'PERMISSION', queuedPromptCount: 4 })
+  })
+
   it('fields other than pendingAction that went stale are not re-derived on read (startup reconcileAll repairs them)', async () => {
     const workspaceId = await newWorkspace('stale')
     const { taskId, sessionId } = await taskWithTurn(workspaceId, 'WAITING_FOR_INPUT')

@@ -38,7 +38,7 @@ const cmdline = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').sp
 describe('the production build', () => {
   it('is what `npm run build` / `npm run start:prod` run: compiled output on plain node migrates, serves, and runs the mock agent without tsx', { timeout: 120_000 }, async () => {
     expect(scripts.build).toBe('tsc -p tsconfig.build.json && npm run build:web')
-    expect(scripts['build:web']).toBe('npm run build:client --silent && vite build') // into dist/web: beside the compiled server
+    expect(scripts['build:web']).toBe('npm run build:client --silent && vite build') // the SDK package the page imports, then the page into dist/web: beside the compiled server
     // exec: npm's shell becomes the server, so the signals npm forwards reach it (next test).
     expect(scripts['start:prod']).toBe('exec node dist/main.js')
 

@@ -27,6 +27,7 @@ export function turn(id: string, minutes: number, overrides: Partial<TurnObserva
     promptDispatchPending: false,
     promptDispatchAttempted: false,
     hasMessages: true,
+    queued: false,
     ...overrides,
   }
 }
@@ -34,6 +35,10 @@ export function turn(id: string, minutes: number, overrides: Partial<TurnObserva
 /** An empty, unattempted dispatch reservation: not authoritative. */
 export const reservation = (id: string, minutes: number, overrides: Partial<TurnObservation> = {}): TurnObservation =>
   turn(id, minutes, { promptDispatchPending: true, promptDispatchAttempted: false, hasMessages: false, ...overrides })
+
+/** A prompt accepted behind an open turn, not dispatched yet (its user message is stored). */
+export const queuedPrompt = (id: string, minutes: number): TurnObservation =>
+  turn(id, minutes, { promptDispatchPending: true, promptDispatchAttempted: false, hasMessages: true, queued: true })
 
 export function permission(turnId: string | null, overrides: Partial<PendingRequestObservation> = {}): PendingRequestObservation {
   return { kind: 'PERMISSION_REQUEST', status: 'PENDING', turnId, createdAt: T0, ...overrides }

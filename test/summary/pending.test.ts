@@ -11,7 +11,7 @@ import {
 import type { SessionState, SummaryPayload } from '../../src/summary/types.ts'
 import { deriveSummary } from '../../src/summary/derive.ts'
 import { validateSummary } from '../../src/summary/semantic.ts'
-import { clarification, inputs, permission, reservation, session, turn } from './builders.ts'
+import { clarification, inputs, permission, queuedPrompt, reservation, session, turn } from './builders.ts'
 
 type Pending = SummaryPayload['pendingAction']
 
@@ -22,6 +22,7 @@ describe('isAuthoritativeTurn', () => {
     { name: 'an empty, unattempted reservation', t: reservation('t', 0), expected: false },
     { name: 'a message-backed reservation', t: reservation('t', 0, { hasMessages: true }), expected: true },
     { name: 'an attempted reservation', t: reservation('t', 0, { promptDispatchAttempted: true }), expected: true },
+    { name: 'a queued prompt (accepted behind an open turn, never dispatched)', t: queuedPrompt('t', 0), expected: false },
     {
       name: 'an attempted, message-backed reservation',
       t: reservation('t', 0, { promptDispatchAttempted: true, hasMessages: true }),
@@ -77,6 +78,11 @@ describe('sessionPendingAction', () => {
   it.each<{ name: string; s: SessionObservation; expected: Pending }>([
     { name: 'nothing pending', s: live(), expected: null },
     { name: 'a pending permission in the current turn', s: live({ pendingRequests: [permission('t1')] }), expected: 'PERMISSION' },
+    {
+      name: 'a pending permission behind queued prompts (they never reached the agent)',
+      s: live({ recentTurns: [turn('t1', 0), queuedPrompt('q1', 1), queuedPrompt('q2', 2)], pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION',
+    },
     {
       name: 'a pending clarification in the current turn',
       s: live({ pendingRequests: [clarification('t1')] }),
@@ -299,6 +305,7 @@ describe('decidesAlone: the read path may observe a session’s newest turn alon
     lifecycle: (id, m) => turn(id, m, { lifecycleOnly: true }),
     'empty reservation': (id, m) => reservation(id, m),
     'attempted reservation': (id, m) => reservation(id, m, { promptDispatchAttempted: true }),
+    'queued prompt': (id, m) => queuedPrompt(id, m),
   }
   const names = Object.keys(kinds)
   const windows: string[][] = []
@@ -325,6 +332,6 @@ describe('decidesAlone: the read path may observe a session’s newest turn alon
       expect(taskPending([session({ state, recentTurns: [turns[0]!], pendingRequests })]), window.join(' > ')).toEqual(whole)
       compared++
     }
-    expect(compared).toBe(3 * (1 + 5 + 25))
+    expect(compared).toBe(3 * (1 + 6 + 36))
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { primaryBadge, rowBadges } from '../../src/web/badges.ts'
+import { attentionBadges, primaryBadge, rowBadges, waitingBadge } from '../../src/web/badges.ts'
 import type { StatusSummary } from '../../packages/client/src/index.ts'
 import { summary as clientSummary } from '../client/harness.ts'
 
@@ -51,5 +51,52 @@ describe('git and pull-request badges', () => {
     }
     expect(rowBadges(summary({ pullRequest } as Partial<StatusSummary>)).pullRequest).toEqual({ state: 'FAILURE', number: 7, count: 2, autoMerge: false, autoFix: true })
     expect(rowBadges(summary()).pullRequest).toBeNull()
+  })
+})
+
+describe('attention badges', () => {
+  const since = '2026-12-04T10:00:00.000Z'
+  const now = (ms: number) => Date.parse(since) + ms
+  const minute = 60_000
+
+  it.each([
+    { after: -5_000, text: 'waiting <1 min', label: 'Waiting on you for less than a minute' }, // a clock a little behind the server's
+    { after: 0, text: 'waiting <1 min', label: 'Waiting on you for less than a minute' },
+    { after: 59_999, text: 'waiting <1 min', label: 'Waiting on you for less than a minute' },
+    { after: minute, text: 'waiting 1 min', label: 'Waiting on you for 1 minute' },
+    { after: 5 * minute + 59_000, text: 'waiting 5 min', label: 'Waiting on you for 5 minutes' },
+    { after: 59 * minute, text: 'waiting 59 min', label: 'Waiting on you for 59 minutes' },
+    { after: 60 * minute, text: 'waiting 1 h', label: 'Waiting on you for 1 hour' },
+    { after: 150 * minute, text: 'waiting 2 h', label: 'Waiting on you for 2 hours' },
+    { after: 24 * 60 * minute, text: 'waiting 1 d', label: 'Waiting on you for 1 day' },
+    { after: 3 * 24 * 60 * minute + 5, text: 'waiting 3 d', label: 'Waiting on you for 3 days' },
+  ])('waiting since $after ms: "$text"', ({ after, text, label }) => {
+    expect(waitingBadge(summary({ pendingAction: 'PERMISSION', waitingSince: since }), now(after))).toEqual({ text, label, since })
+  })
+
+  it('no waiting badge without a pending action or without waitingSince', () => {
+    expect(waitingBadge(summary({ waitingSince: since }), now(minute))).toBeNull()
+    expect(waitingBadge(summary({ pendingAction: 'CLARIFICATION', waitingSince: null }), now(minute))).toBeNull()
+    expect(waitingBadge(null, now(minute))).toBeNull()
+  })
+
+  it.each([
+    { count: 0, queued: null },
+    { count: 1, queued: { count: 1, text: '1 queued', label: '1 prompt queued behind the current turn' } },
+    { count: 2, queued: { count: 2, text: '2 queued', label: '2 prompts queued behind the current turn' } },
+  ])('$count queued prompts', ({ count, queued }) => {
+    expect(attentionBadges(summary({ queuedPromptCount: count })).queued).toEqual(queued)
+  })
+
+  it.each([
+    { reason: 'SERVER_RESTART', text: 'interrupted: server restart', label: /server running the agent restarted/ },
+    { reason: 'OWNER_LOST', text: 'interrupted: owner lost', label: /lost it and another took over/ },
+    { reason: 'SOMETHING_NEW', text: 'interrupted', label: /cut off by the server/ },
+  ])('interruption $reason', ({ reason, text, label }) => {
+    const interruption = { reason, sessionId: 's1', at: since } as StatusSummary['interruption']
+    const badge = attentionBadges(summary({ interruption })).interruption
+    expect(badge).toMatchObject({ reason, text })
+    expect(badge?.label).toMatch(label)
+    expect(attentionBadges(summary()).interruption).toBeNull()
   })
 })

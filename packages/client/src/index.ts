@@ -7,6 +7,7 @@ export { createTaskClient, SEND_ROUNDS, type TaskClient, type TaskClientOptions 
 export { TaskClientError } from './errors.js'
 export { compareTasks, sortTasks, TASK_ORDERS, type TaskOrder } from './task-order.js'
 export type { WsClient, WsClientFactory } from './transport.js'
+export type { AgentProfile, CreatedTask, IssuedToken, NewTask, NewTaskRepository, User, WorkspaceAdmin, WorkspaceMembers } from './workspace-admin.js'
 export type {
   ClientDiagnostic,
   ConnectionState,

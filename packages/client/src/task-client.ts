@@ -17,6 +17,7 @@ import { applyTaskPayloads, initialSummaryState } from './summary-store.js'
 import { defaultWsClientFactory, Transport, type Outcome, type Timers, type WsClientFactory } from './transport.js'
 import type { ClientDiagnostic, ConnectionState, Message, SendResult, SessionInfo, SessionsState, SummaryState, Viewer } from './types.js'
 import { VisibleSessions } from './visible-sessions.js'
+import { WorkspaceAdminOperations, type WorkspaceAdmin } from './workspace-admin.js'
 import { WorkspaceFeed } from './workspace-feed.js'
 
 export interface TaskClientOptions {
@@ -45,7 +46,7 @@ export interface TaskClientOptions {
   pageSize?: number
 }
 
-export interface TaskClient {
+export interface TaskClient extends WorkspaceAdmin {
   /** zustand/vanilla stores: `useStore(client.summaries, selector)` in React. */
   summaries: StoreApi<SummaryState>
   sessions: StoreApi<SessionsState>
@@ -64,7 +65,8 @@ export interface TaskClient {
   sendMessage(input: { taskId: string; sessionId: string; content: string; clientMessageId?: string }): Promise<SendResult>
   respondToPermission(sessionId: string, pendingId: string, optionId: string): Promise<void>
   answerClarification(sessionId: string, pendingId: string, answer: string): Promise<void>
-  startSession(taskId: string, prompt?: string): Promise<SessionInfo>
+  /** A new session of the task (its first one is the primary), of `options.agentProfile` (default "mock"). */
+  startSession(taskId: string, prompt?: string, options?: { agentProfile?: string }): Promise<SessionInfo>
   /** Completes every subscription, closes the socket, frees every table; the client is unusable after. */
   dispose(): void
 }
@@ -84,18 +86,19 @@ const RECONCILE_LAST = 50
  * workspace feed for the summaries, the visible sessions for the transcripts) and carries out the
  * one-shot queries and actions itself.
  */
-export class TaskClientImpl implements TaskClient {
+export class TaskClientImpl extends WorkspaceAdminOperations implements TaskClient {
   readonly summaries: StoreApi<SummaryState> = createStore<SummaryState>()(() => initialSummaryState())
   readonly sessions: StoreApi<SessionsState> = createStore<SessionsState>()(() => initialSessionsState())
   readonly connection: StoreApi<ConnectionState> = createStore<ConnectionState>()(() => ({ status: 'connecting', reconnects: 0 }))
 
   private readonly transport: Transport
-  private readonly requests: Requests
+  protected readonly requests: Requests
   private readonly feed: WorkspaceFeed
   private readonly visible: VisibleSessions
   private readonly generateId: () => string
 
   constructor(options: TaskClientOptions) {
+    super()
     const setTimer = options.setTimer ?? ((callback: () => void, ms: number) => setTimeout(callback, ms))
     const clearTimer = options.clearTimer ?? ((handle: unknown) => clearTimeout(handle as ReturnType<typeof setTimeout>))
     const timers: Timers = { set: setTimer, clear: clearTimer }
@@ -201,8 +204,9 @@ export class TaskClientImpl implements TaskClient {
     if (!this.disposed) this.sessions.setState(upsertMessage(this.sessions.getState(), answerClarification), true)
   }
 
-  async startSession(taskId: string, prompt?: string): Promise<SessionInfo> {
-    const input = prompt === undefined ? { taskId } : { taskId, prompt, clientMessageId: this.generateId() }
+  async startSession(taskId: string, prompt?: string, options: { agentProfile?: string } = {}): Promise<SessionInfo> {
+    const profile = options.agentProfile === undefined ? {} : { agentProfile: options.agentProfile }
+    const input = prompt === undefined ? { taskId, ...profile } : { taskId, ...profile, prompt, clientMessageId: this.generateId() }
     const { startSession } = await this.requests.mutate(ClientStartSessionDocument, { input })
     if (!this.disposed) this.sessions.setState(setSessionInfo(this.sessions.getState(), startSession), true)
     return startSession
