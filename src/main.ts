@@ -1,27 +1,29 @@
 import { ConfigError, loadConfig } from './config/config.ts'
-import { startServer } from './app/start-server.ts'
-import { StartupError } from './server/preflight.ts'
+import { probeDatabase, StartupError } from './server/preflight.ts'
+
+/** A cause the operator can fix: one line on stderr and exit 1, not a stack trace that reads like a crash. */
+function refuseToStart(lines: string): never {
+  process.stderr.write(`${lines}\n`)
+  process.exit(1)
+}
 
 async function main() {
   let config
   try {
     config = loadConfig()
   } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`)
-      process.exit(1)
-    }
+    if (error instanceof ConfigError) refuseToStart(error.message)
     throw error
   }
   let server
   try {
+    // Before the rest of the server is loaded (seconds on a busy machine): a DATABASE_URL that
+    // cannot work is reported at once, within the probe's deadline.
+    await probeDatabase(config)
+    const { startServer } = await import('./app/start-server.ts')
     server = await startServer(config)
   } catch (error) {
-    // A cause the operator can fix is one line, not a stack trace that reads like a crash.
-    if (error instanceof StartupError) {
-      process.stderr.write(`Cannot start: ${error.message}\n`)
-      process.exit(1)
-    }
+    if (error instanceof StartupError) refuseToStart(`Cannot start: ${error.message}`)
     throw error
   }
   const shutdown = (signal: string) => {

@@ -1,10 +1,8 @@
 import { createServer, type RequestListener, type Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
-import { createLogger, type Logger } from '../observability/logger.ts'
+import { chooseLogFormat, createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { connectDatabase } from '../store/db.ts'
-import { deployMigrations, ensureSqliteDirectory, pendingMigrations } from '../store/migrate.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
 import { memberWorkspaceIds } from '../store/workspaces.ts'
@@ -29,11 +27,13 @@ import { attachDeliveryGateway } from '../delivery/ws-gateway.ts'
 import { createYogaServer } from '../server/yoga.ts'
 import { createRateLimits } from '../server/plugins/use-rate-limits.ts'
 import { corsPolicy } from '../server/cors.ts'
+import { withAccessLog } from '../server/plugins/use-access-log.ts'
 import { Readiness } from '../server/readiness.ts'
 import { DatabaseHealth } from '../server/database-health.ts'
 import { runPreflight, type PreflightOptions } from '../server/preflight.ts'
 import { healthOnly, routeRequests } from './request-routing.ts'
 import { startSessionOwnership } from './session-ownership.ts'
+import { openDatabase } from './open-database.ts'
 
 export interface StartOptions {
   logger?: Logger
@@ -90,7 +90,8 @@ function printAdminTokenOnce(token: string): void {
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   const instanceId = newInstanceId()
-  const logger = (options.logger ?? createLogger(config.logLevel)).child({ instance: instanceId })
+  const logFormat = chooseLogFormat({ stdoutIsTTY: process.stdout.isTTY === true, nodeEnv: config.nodeEnv, setting: config.logFormat })
+  const logger = (options.logger ?? createLogger(config.logLevel, logFormat)).child({ instance: instanceId })
   const readiness = new Readiness()
   const metrics = createMetrics()
 
@@ -99,23 +100,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let serve: RequestListener = healthOnly
   // CORS before any route, in every phase (starting, serving, stopping): one policy for every path.
   const cors = corsPolicy(config.corsOrigins)
-  const httpServer = createServer((req, res) => cors.handle(req, res) || serve(req, res))
+  // Every answer in every phase too: a refused request is logged (use-access-log.ts).
+  const httpServer = createServer(withAccessLog(logger, (req, res) => cors.handle(req, res) || serve(req, res)))
   const preflight = await runPreflight(config, httpServer, options.preflight)
 
-  if (config.databaseProvider === 'sqlite') ensureSqliteDirectory(config.databaseUrl)
-  const connect = () => connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery })
-  let db = await connect()
-  if (!options.skipMigrations) {
-    const started = performance.now()
-    const pending = await pendingMigrations(db, config.databaseProvider)
-    if (pending.length > 0) {
-      // The CLI takes the database for itself (SQLite's write lock): this connection waits outside.
-      await db.$disconnect()
-      await deployMigrations(config.databaseProvider, config.databaseUrl)
-      db = await connect()
-    }
-    const ms = Math.round(performance.now() - started)
-    logger.info({ provider: config.databaseProvider, pending: pending.length, ms }, pending.length > 0 ? 'migrations applied' : 'migrations up to date')
+  let db
+  try {
+    db = await openDatabase(config, logger, options)
+  } catch (error) {
+    await new Promise<void>((resolve) => httpServer.close(() => resolve()))
+    await preflight.release()
+    throw error
   }
   const store = createStore(db, options.clock)
   const database = new DatabaseHealth(db)

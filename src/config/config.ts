@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
+import type { LogFormatSetting } from '../observability/logger.ts'
 
 /** One agent profile: an ACP agent started over stdio. */
 export const agentProfileSchema = z.object({
@@ -86,17 +87,46 @@ function serializedOrigin(entry: string): string | undefined {
   }
 }
 
+/**
+ * DATABASE_URL's shape, before anything is opened: a `file:` URL naming a file, or a PostgreSQL URL
+ * that parses. Messages never repeat the URL (it may carry a password), only a scheme.
+ */
+const databaseUrlFromEnv = z
+  .string()
+  .default('file:./data/app.db')
+  .superRefine((url, ctx) => {
+    const problem = databaseUrlProblem(url)
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  })
+
+const DATABASE_URL_FORMS = 'file:./data/app.db (SQLite) or postgres://user:password@host:5432/database (PostgreSQL)'
+
+function databaseUrlProblem(url: string): string | undefined {
+  if (url.trim() === '') return `is empty; unset it for the default file:./data/app.db, or set ${DATABASE_URL_FORMS}`
+  if (url.startsWith('file:')) {
+    const file = url.slice('file:'.length).split('?', 1)[0]!
+    if (file === '') return 'file: names no file; write file:./data/app.db or another file path'
+    if (file.endsWith('/')) return 'names a folder (it ends with /); name a database file in it, such as file:./data/app.db'
+    return undefined
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    try {
+      new URL(url)
+      return undefined
+    } catch {
+      return 'is not a valid PostgreSQL URL; write postgres://user:password@host:5432/database (percent-encode special characters in the password)'
+    }
+  }
+  const scheme = /^([a-z][a-z0-9+.-]{0,19}):/i.exec(url)?.[1]
+  return `${scheme ? `the scheme ${scheme}: is not supported` : 'is not a database URL'}; use ${DATABASE_URL_FORMS}`
+}
+
 const emptyAsUndefined = (v: unknown) => (typeof v === 'string' && v.trim() === '' ? undefined : v)
 
 const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
   HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z
-    .string()
-    .default('file:./data/app.db')
-    .refine((u) => /^(file:|postgres:\/\/|postgresql:\/\/)/.test(u), {
-      message: 'must start with file: (SQLite) or postgres:// / postgresql:// (PostgreSQL)',
-    }),
+  DATABASE_URL: databaseUrlFromEnv,
   REDIS_URL: z.preprocess(emptyAsUndefined, z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional()),
   ADMIN_TOKEN: z.preprocess(emptyAsUndefined, z.string().min(16, 'must be at least 16 characters').optional()),
   AGENT_PROFILES: agentProfilesFromEnv,
@@ -107,6 +137,8 @@ const envSchema = z.object({
   GITHUB_WEBHOOK_UNVERIFIED_BYTES: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   REPOSITORY_ROOTS: repositoryRootsFromEnv,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['auto', 'json', 'pretty']).default('auto')),
+  NODE_ENV: z.string().optional(),
   // README "Limits": generous enough that people and the test suite never meet them; 0 turns a rate limit off.
   RATE_LIMIT_MUTATIONS: z.coerce.number().int().min(0).default(1000),
   RATE_LIMIT_SUBSCRIPTIONS: z.coerce.number().int().min(0).default(500),
@@ -136,6 +168,10 @@ export interface Config {
   /** Absolute directories; a task repository's localPath must resolve inside one of them. */
   repositoryRoots: string[]
   logLevel: z.infer<typeof envSchema>['LOG_LEVEL']
+  /** LOG_FORMAT: json, pretty, or auto (pretty on a terminal outside production; see chooseLogFormat). */
+  logFormat: LogFormatSetting
+  /** NODE_ENV as given (`production` keeps JSON logs on a terminal too). */
+  nodeEnv?: string
   /** Per caller and window: root mutation fields and subscription starts (0 = unlimited). */
   rateLimits: { mutations: number; subscriptions: number; windowSeconds: number }
   maxSubscriptionsPerConnection: number
@@ -166,13 +202,14 @@ export function databaseProviderOf(url: string): DatabaseProvider {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env)
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`)
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
+    // One line per bad variable, each whole on its own: what an operator reads, or a log collects.
+    const lines = parsed.error.issues.map((i) => `Invalid configuration: ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    throw new ConfigError(lines.join('\n'))
   }
   const e = parsed.data
   if (e.GITHUB_WEBHOOK_UNVERIFIED_BYTES < e.GITHUB_WEBHOOK_MAX_BODY_BYTES)
     throw new ConfigError(
-      'Invalid configuration:\n  GITHUB_WEBHOOK_UNVERIFIED_BYTES: must be at least GITHUB_WEBHOOK_MAX_BODY_BYTES (a body of the largest size must fit)',
+      'Invalid configuration: GITHUB_WEBHOOK_UNVERIFIED_BYTES: must be at least GITHUB_WEBHOOK_MAX_BODY_BYTES (a body of the largest size must fit)',
     )
   return {
     port: e.PORT,
@@ -186,6 +223,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     githubWebhookLimits: { maxBodyBytes: e.GITHUB_WEBHOOK_MAX_BODY_BYTES, unverifiedBytes: e.GITHUB_WEBHOOK_UNVERIFIED_BYTES },
     repositoryRoots: e.REPOSITORY_ROOTS,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    nodeEnv: e.NODE_ENV,
     rateLimits: { mutations: e.RATE_LIMIT_MUTATIONS, subscriptions: e.RATE_LIMIT_SUBSCRIPTIONS, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     maxSubscriptionsPerConnection: e.MAX_SUBSCRIPTIONS_PER_CONNECTION,
     sessionLeaseMs: e.SESSION_LEASE_MS,

@@ -43,10 +43,11 @@ export interface ConnectionServices {
 }
 
 /** A connected socket's state: its outbound scheduler, its access and its session memberships. */
-export function openConnection(socket: WebSocket, services: ConnectionServices): Connection {
+export function openConnection(socket: WebSocket, services: ConnectionServices, address?: string): Connection {
   const { logger, observe } = services
   const memberships = new ConnectionMemberships(randomUUID())
-  const closedByServer = observe.closeRecorder(memberships.id)
+  // The address too: a socket refused (4403) or dropped for flooding (4429) is a client to look at.
+  const closedByServer = observe.closeRecorder(memberships.id, address)
   const scheduler = new OutboundScheduler(
     outboundSocket(socket, (code) => {
       // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.

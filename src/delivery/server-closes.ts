@@ -58,7 +58,7 @@ export function closeCodeOfSocketError(error: Error & { code?: string }): number
  * not counted again.
  */
 export function serverCloseRecorder(counter: Counter<'code' | 'reason'>, logger: Logger) {
-  return (client: string) => {
+  return (client: string, address?: string) => {
     let recorded = false
     return (code: number, detail?: Record<string, unknown>): void => {
       if (recorded) return
@@ -66,7 +66,7 @@ export function serverCloseRecorder(counter: Counter<'code' | 'reason'>, logger:
       const reason = serverCloseReason(code)
       counter.inc({ code: reason === 'other' ? 'other' : String(code), reason })
       // A shutdown closes every socket on purpose; everything else means a client to look at.
-      logger[reason === 'going_away' ? 'info' : 'warn']({ action: 'ws.server-close', client, code, reason, ...detail }, 'websocket closed by the server')
+      logger[reason === 'going_away' ? 'info' : 'warn']({ action: 'ws.server-close', client, address, code, reason, ...detail }, 'websocket closed by the server')
     }
   }
 }

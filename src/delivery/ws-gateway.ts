@@ -111,8 +111,8 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
     },
   })
 
-  wss.on('connection', (socket) => {
-    const connection = openConnection(socket, { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers })
+  wss.on('connection', (socket, request) => {
+    const connection = openConnection(socket, { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers }, request.socket.remoteAddress)
     connections.set(socket, connection)
     const keepalive = keepaliveOf(socket, connection, keepaliveMs)
     keepalives.add(keepalive)

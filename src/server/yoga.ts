@@ -18,6 +18,7 @@ import { useAccessEnforcement } from './plugins/use-access-enforcement.ts'
 import { jitQueries } from './plugins/use-jit-queries.ts'
 import { stringInputPlugin } from './plugins/use-string-input.ts'
 import { graphqlMetricsPlugin } from './plugins/use-graphql-metrics.ts'
+import { accessLogPlugin } from './plugins/use-access-log.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
@@ -65,8 +66,10 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
       ...(services.rateLimits ? [rateLimitPlugin(services.rateLimits)] : []),
       graphiqlAssetsPlugin(),
       useAccessEnforcement(),
-      // Last: the operation has passed every check above before it is compiled.
+      // The operation has passed every check above before it is compiled.
       jitQueries(),
+      // Last: reads the errors as they leave, after every plugin above has mapped them.
+      accessLogPlugin(),
     ],
   })
 }

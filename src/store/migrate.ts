@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { DatabaseProvider } from '../config/config.ts'
+import { makeFolderSync } from '../util/make-folder.ts'
 import type { Db } from './db.ts'
 
 /**
@@ -23,7 +24,7 @@ const root = projectRoot()
 /** The SQLite file's folder must exist before Prisma can create the file. */
 export function ensureSqliteDirectory(url: string): void {
   const file = url.replace(/^file:/, '').replace(/\?.*$/, '')
-  if (file && file !== ':memory:') mkdirSync(path.dirname(path.resolve(root, file)), { recursive: true })
+  if (file && file !== ':memory:') makeFolderSync(path.dirname(path.resolve(root, file)))
 }
 
 /**

@@ -52,6 +52,34 @@ describe('loadConfig', () => {
     expect(() => loadConfig(env)).toThrow(new RegExp(variable))
   })
 
+  it.each([
+    ['', /^Invalid configuration: DATABASE_URL: is empty; unset it for the default file:\.\/data\/app\.db/],
+    ['file:', /^Invalid configuration: DATABASE_URL: file: names no file/],
+    ['file:./data/', /^Invalid configuration: DATABASE_URL: names a folder \(it ends with \/\)/],
+    ['postgres://:@:x/', /^Invalid configuration: DATABASE_URL: is not a valid PostgreSQL URL/],
+    ['postgresql://app:s3cret@db:port/tasks', /^Invalid configuration: DATABASE_URL: is not a valid PostgreSQL URL/],
+    ['mysql://app:s3cret@db/tasks', /^Invalid configuration: DATABASE_URL: the scheme mysql: is not supported/],
+    ['s3cret and more', /^Invalid configuration: DATABASE_URL: is not a database URL/],
+  ])('refuses DATABASE_URL %j in one line that never repeats the URL', (url, message) => {
+    const error = (() => {
+      try {
+        loadConfig({ DATABASE_URL: url })
+      } catch (thrown) {
+        return thrown as Error
+      }
+    })()
+    expect(error).toBeInstanceOf(ConfigError)
+    expect(error!.message).toMatch(message)
+    expect(error!.message).not.toContain('\n')
+    expect(error!.message).not.toContain('s3cret')
+  })
+
+  it('names each bad variable on a line of its own', () => {
+    expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(
+      /^Invalid configuration: PORT: [^\n]+\nInvalid configuration: LOG_LEVEL: [^\n]+$/,
+    )
+  })
+
   it('reads CORS_ORIGINS as a comma-separated list of exact origins, empty (same origin only) when unset', () => {
     expect(loadConfig({}).corsOrigins).toEqual([])
     expect(loadConfig({ CORS_ORIGINS: ' ' }).corsOrigins).toEqual([])

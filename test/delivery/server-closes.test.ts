@@ -96,7 +96,7 @@ describe('every close the server decides is logged once and counted (sqlite, rea
     const seen = closeLines(log.lines).length
     await act()
     const added = closeLines(log.lines).slice(seen)
-    expect(added).toEqual([expect.objectContaining({ code, reason, client: expect.stringMatching(/^[0-9a-f-]{36}$/) })])
+    expect(added).toEqual([expect.objectContaining({ code, reason, client: expect.stringMatching(/^[0-9a-f-]{36}$/), address: '127.0.0.1' })])
     expect(await closesCounted(on, String(code), reason)).toBe(counted + 1)
     return added[0]!
   }

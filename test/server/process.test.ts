@@ -1,20 +1,10 @@
 import { execFileSync, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { emptyDatabase, PROVIDERS, tempDir } from '../support/databases.ts'
 import { freePort } from '../support/postgres-cluster.ts'
-import { spawnServer } from '../support/process.ts'
+import { alive, spawnServer } from '../support/process.ts'
 import { eventually } from '../support/wait.ts'
-
-/** Running (a zombie left for whoever reaps orphans here has ended). */
-function alive(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
-  } catch {
-    return false
-  }
-}
 
 const children: ChildProcess[] = []
 afterEach(() => {

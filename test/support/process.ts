@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 
 export const projectRoot = new URL('../..', import.meta.url).pathname
 
@@ -28,12 +29,15 @@ export function spawnServer(
   args: string[],
   env: Record<string, string>,
   children: ChildProcess[],
-  /** `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too. */
-  options: { detached?: boolean } = {},
+  /**
+   * `detached`: the server leads its own process group, so `process.kill(-pid, …)` reaches its agents too.
+   * `command` and `cwd`: another program than Node (`npm` to run a package script, a wrapper) and where.
+   */
+  options: { detached?: boolean; command?: string; cwd?: string } = {},
 ): ServerProcess {
   const spawnedAt = performance.now()
-  const child = spawn(process.execPath, args, {
-    cwd: projectRoot,
+  const child = spawn(options.command ?? process.execPath, args, {
+    cwd: options.cwd ?? projectRoot,
     detached: options.detached ?? false,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -58,4 +62,24 @@ export function spawnServer(
     }
   }
   return { child, exited, ready, output: () => ({ stdout, stderr }) }
+}
+
+/** Running (a zombie left for whoever reaps orphans here has ended). */
+export function alive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+  } catch {
+    return false
+  }
+}
+
+/** Every process below `pid`, children first. */
+export function descendantsOf(pid: number): number[] {
+  let children: number[]
+  try {
+    children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' }).trim().split('\n').map(Number)
+  } catch {
+    return [] // pgrep exits 1 when there is none
+  }
+  return children.flatMap((child) => [child, ...descendantsOf(child)])
 }
