@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
+import { tracingFromEnv, type TracingConfig } from './tracing-config.ts'
 
 /** One agent profile: an ACP agent started over stdio. */
 export const agentProfileSchema = z.object({
@@ -147,6 +148,8 @@ export interface Config {
   feedRetentionMs: number
   /** CORS_ORIGINS: browser origins allowed to call cross-origin, with credentials (empty: same origin only). */
   corsOrigins: string[]
+  /** OTLP trace export (README "Tracing"); absent: tracing is off and none of its code runs. */
+  tracing?: TracingConfig
 }
 
 export class ConfigError extends Error {}
@@ -165,8 +168,10 @@ export function databaseProviderOf(url: string): DatabaseProvider {
 /** Parses and validates the environment once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env)
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`)
+  const { tracing, issues: tracingIssues } = tracingFromEnv(env)
+  if (!parsed.success || tracingIssues.length > 0) {
+    const lines = (parsed.error?.issues ?? []).map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    lines.push(...tracingIssues.map((issue) => `  ${issue}`))
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`)
   }
   const e = parsed.data
@@ -192,5 +197,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     forwardTimeoutMs: e.FORWARD_TIMEOUT_MS ?? e.SESSION_LEASE_MS + 5_000,
     feedRetentionMs: Math.round(e.FEED_RETENTION_HOURS * 3_600_000),
     corsOrigins: e.CORS_ORIGINS,
+    ...(tracing && { tracing }),
   }
 }
