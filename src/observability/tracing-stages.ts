@@ -23,6 +23,8 @@ export const STAGES = {
   publish: 'pubsub.publish',
   deliver: 'pubsub.deliver',
   frame: 'frame.write',
+  projection: 'projector.write',
+  fanOut: 'cohort.fanout',
   operation: 'graphql.operation',
 } as const
 
@@ -155,6 +157,27 @@ export class OtelStages implements StageTracer {
     try {
       // Frames still queued on the connection once this one was handed over (0: written at once).
       span.setAttribute('task_status.frame.queued', write())
+    } finally {
+      span.end()
+    }
+  }
+
+  async projection<T>(taskId: string, run: (context: StageContext) => Promise<T>): Promise<T> {
+    const span = this.tracer.startSpan('project summary', { attributes: { [STAGE]: STAGES.projection, 'task_status.task.id': taskId } }, ROOT_CONTEXT)
+    try {
+      return await run(trace.setSpan(ROOT_CONTEXT, span))
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) })
+      throw error
+    } finally {
+      span.end()
+    }
+  }
+
+  fanOut(delivery: DeliveryTrace, members: number, run: () => void): void {
+    const span = this.tracer.startSpan('cohort fan-out', { attributes: { [STAGE]: STAGES.fanOut, 'task_status.cohort.members': members } }, (delivery as Delivery).context)
+    try {
+      run()
     } finally {
       span.end()
     }

@@ -7,6 +7,8 @@
  * The stages of agent output, one trace per coalescing window (the window's first chunk starts it):
  * acp.chunk ▸ coalesce ▸ store.write ▸ pubsub.publish ▸ (W3C traceparent in the pub/sub payload)
  * ▸ pubsub.deliver on every instance with subscribers ▸ frame.write per subscriber frame.
+ * The badges' path, one trace per summary projection: projector.write ▸ pubsub.publish ▸
+ * pubsub.deliver ▸ cohort.fanout (one span per shared result, whatever the number of members).
  */
 import type { Context } from '@opentelemetry/api'
 import type { TracingConfig } from '../config/tracing-config.ts'
@@ -53,6 +55,10 @@ export interface StageTracer {
   carry(from: object, to: object): void
   /** One subscriber's frame handed to its connection's outbound queue (`write`), under its delivery. */
   frameWrite(delivery: DeliveryTrace, frameClass: string, bytes: number, write: () => number): void
+  /** A summary projection (the badge path starts here): its publication, if any, continues the trace. */
+  projection<T>(taskId: string, run: (context: StageContext) => Promise<T>): Promise<T>
+  /** A cohort's shared result handed to its `members` (one span for the whole fan-out, however many). */
+  fanOut(delivery: DeliveryTrace, members: number, run: () => void): void
   /** One GraphQL operation (queries and mutations until their result; subscriptions until their stream starts). */
   operation(type: string, name: string | undefined, transport: 'http' | 'ws'): OperationSpan
 }

@@ -6,13 +6,13 @@
 import type { ChildProcess } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
-import { INSTANCE_ADMIN_TOKEN, killAll, startInstance, type Instance } from '../support/instances.ts'
+import { gqlOk, INSTANCE_ADMIN_TOKEN, killAll, startInstance, type Instance } from '../support/instances.ts'
 import { addMessage, agentSaid, newTask, script, session, startSession } from '../support/instance-sessions.ts'
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts'
 import { startRedisServer, type RedisServer } from '../support/redis-server.ts'
 import { wsClient, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
-import { SessionEventsDocument } from '../generated/graphql.ts'
+import { SessionEventsDocument, WorkspaceEventsDocument } from '../generated/graphql.ts'
 
 /** Words no span may carry: the streamed message is made of them (and the prompt quotes them). */
 const WORDS = ['zebraquartz', 'marmalade', 'obelisk', 'fennelcrown', 'sextant']
@@ -92,6 +92,33 @@ describe('tracing across two instances (OTLP to a local receiver)', { timeout: 9
     // Nothing that left either server quotes the message (nor the prompt that carried it).
     for (const body of receiver.bodies) for (const word of WORDS) expect(body.includes(word)).toBe(false)
     events.dispose()
+    await subscriber.dispose()
+  })
+
+  it('a badge’s trace: the summary projection on A, its publication, the delivery on B and one fan-out span for the cohort', async () => {
+    const { createWorkspace } = await gqlOk<{ createWorkspace: { id: string } }>(a, 'mutation { createWorkspace(name: "badges") { id } }')
+    const workspaceId = createWorkspace.id
+    const subscriber = await wsClient(b.wsUrl, INSTANCE_ADMIN_TOKEN)
+    const feed = wsSubscribe(subscriber, WorkspaceEventsDocument, { workspaceId })
+    await eventually(async () => (await redis.subscribers(`tss:workspace:${workspaceId}`)) >= 1)
+    const { createTask } = await gqlOk<{ createTask: { id: string } }>(a, 'mutation ($w: ID!) { createTask(input: { workspaceId: $w, title: "t" }) { id } }', { w: workspaceId })
+    const sessionId = await startSession(a, createTask.id)
+    await eventually(() => feed.events.some((e) => e.data?.workspaceEvents.__typename === 'TaskStatusSummaryUpdated'))
+
+    const { spans } = receiver
+    const traceId = await eventually(() => {
+      const fanOuts = spans.filter((s) => s.resource['service.name'] === 'tss-b' && stage(s) === 'cohort.fanout')
+      const projections = new Set(spans.filter((s) => stage(s) === 'projector.write' && s.attributes['task_status.task.id'] === createTask.id).map((s) => s.traceId))
+      return fanOuts.find((f) => projections.has(f.traceId))?.traceId
+    })
+    const trace = spans.filter((s) => s.traceId === traceId)
+    const fanOut = trace.find((s) => stage(s) === 'cohort.fanout')!
+    const deliver = trace.find((s) => stage(s) === 'pubsub.deliver' && s.resource['service.name'] === 'tss-b')!
+    expect(deliver.name).toBe('process workspace')
+    expect(fanOut).toMatchObject({ name: 'cohort fan-out', parentSpanId: deliver.spanId, attributes: { 'task_status.cohort.members': 1 } })
+    expect(trace.some((s) => stage(s) === 'pubsub.publish' && s.spanId === deliver.parentSpanId)).toBe(true)
+    expect(sessionId).toBeTruthy()
+    feed.dispose()
     await subscriber.dispose()
   })
 })
