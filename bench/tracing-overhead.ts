@@ -1,4 +1,4 @@
-// `npm run bench:tracing` (tsx bench/tracing-overhead.ts [p3] [p5]): what tracing costs. Runs each
+// `npx tsx bench/tracing-overhead.ts [p3] [p5]`: what tracing costs. Runs each
 // scenario twice in a row, off then on (BENCH_TRACING, the server exporting every span to a sink
 // process: bench/otlp-sink.ts), and prints every figure of both runs with on ÷ off. Goal: within
 // 5 % (throughput ≥ 0.95×, latency and CPU ≤ 1.05×). Short runs unless the environment says
