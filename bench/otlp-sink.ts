@@ -14,7 +14,7 @@ export interface OtlpSink {
 }
 
 export async function startOtlpSink(protocol: string): Promise<OtlpSink> {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['child'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), ['otlp-sink'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const url = await new Promise<string>((resolve, reject) => {
     child.once('message', (m: { url: string }) => resolve(m.url))
     child.once('exit', (code) => reject(new Error(`OTLP sink exited with ${code}`)))
@@ -47,4 +47,5 @@ function runChild(): void {
   process.on('message', () => process.send!({ exports, bytes }))
 }
 
-if (process.argv[2] === 'child') runChild()
+// Not 'child': server-process.ts imports this module, and its own child is started with that argument.
+if (process.argv[2] === 'otlp-sink') runChild()
