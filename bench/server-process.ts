@@ -8,6 +8,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { RunningServer, StartOptions } from '../src/app/start-server.ts'
+import { startOtlpSink, type OtlpSink } from './otlp-sink.ts'
 
 export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
 
@@ -43,7 +44,9 @@ export interface BenchServer {
  */
 export async function startBenchServer(options: { env?: Record<string, string>; handlers?: URL; start?: ChildStartOptions; execArgv?: string[] } = {}): Promise<BenchServer> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tss-bench-'))
-  const env = { PORT: '0', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MUTATIONS: '0', RATE_LIMIT_SUBSCRIPTIONS: '0', DATABASE_URL: `file:${path.join(dir, 'bench.db')}`, ...options.env }
+  // BENCH_TRACING=http/json|http/protobuf: the server traces, exporting to a sink process (bench/tracing-overhead.ts).
+  const sink: OtlpSink | undefined = process.env.BENCH_TRACING ? await startOtlpSink(process.env.BENCH_TRACING) : undefined
+  const env = { PORT: '0', ADMIN_TOKEN: BENCH_ADMIN_TOKEN, LOG_LEVEL: 'silent', RATE_LIMIT_MUTATIONS: '0', RATE_LIMIT_SUBSCRIPTIONS: '0', DATABASE_URL: `file:${path.join(dir, 'bench.db')}`, ...sink?.env, ...options.env }
   const child = fork(fileURLToPath(import.meta.url), ['child'], { execArgv: ['--expose-gc', '--import', 'tsx', ...(options.execArgv ?? [])], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let ready: ((url: string) => void) | undefined
@@ -84,6 +87,10 @@ export async function startBenchServer(options: { env?: Record<string, string>; 
       await exited
       clearTimeout(timer)
       rmSync(dir, { recursive: true, force: true })
+      if (sink) {
+        const { exports, bytes } = await sink.stop()
+        console.info(`  tracing (${process.env.BENCH_TRACING}): ${exports} OTLP exports, ${Math.round(bytes / 1024)} KiB received by the sink`)
+      }
     },
   }
 }

@@ -6,6 +6,7 @@ import { clearSessionError, updateSession } from '../store/sessions.ts'
 import { appendMessageContent, findToolCallMessage, insertMessage, updateMessage, type NewMessage } from '../store/messages.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { errorFields } from '../observability/error-fields.ts'
+import { tracing, type StageContext } from '../observability/tracing.ts'
 import type { AgentInput } from './agent-process.ts'
 import type { ClarifyResult } from './extensions.ts'
 import { SessionCoalescer, type StreamAppend, type StreamKind } from './coalescer.ts'
@@ -56,14 +57,16 @@ export class AcpUpdates {
     this.#sessionId = outlet.fence.sessionId
     this.coalescer = new SessionCoalescer(
       {
-        create: (kind, text) => this.#createStreamMessage(kind, text),
-        update: (messageId, append) => this.#appendStreamMessage(messageId, append),
+        create: (kind, text, trace) => this.#createStreamMessage(kind, text, trace),
+        update: (messageId, append, trace) => this.#appendStreamMessage(messageId, append, trace),
       },
       (error) => {
         if (error instanceof OwnershipLostError) return outlet.fence.ownershipLost()
         outlet.logger.error({ sessionId: this.#sessionId, action: 'coalescer.write', ...errorFields(error) }, 'stream write failed')
       },
       outlet.scheduler,
+      undefined,
+      this.#sessionId,
     )
   }
 
@@ -188,18 +191,15 @@ export class AcpUpdates {
   }
 
   /** Stores an agent message of the current turn and announces it. */
-  async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>) {
+  async #agentMessage(fields: Pick<NewMessage, 'kind' | 'content' | 'status' | 'pendingId' | 'toolCallId' | 'metadata'>, trace?: StageContext) {
     const { outlet } = this
     outlet.fence.guard('message')
-    const message = await insertMessage(outlet.store, {
-      id: randomUUID(),
-      sessionId: this.#sessionId,
-      turnId: outlet.currentTurn(),
-      author: 'AGENT',
-      ...fields,
-    })
-    outlet.fence.publish({ type: 'MessageAdded', sessionId: this.#sessionId, messageId: message.id })
-    return message
+    const insert = (publishTrace?: StageContext) =>
+      insertMessage(outlet.store, { id: randomUUID(), sessionId: this.#sessionId, turnId: outlet.currentTurn(), author: 'AGENT', ...fields }).then((message) => {
+        outlet.fence.publish({ type: 'MessageAdded', sessionId: this.#sessionId, messageId: message.id }, publishTrace)
+        return message
+      })
+    return trace && tracing.on ? tracing.stages.storeWrite(trace, 'insert', insert) : insert()
   }
 
   async #pendingRequest(kind: Responder['kind'], content: string, metadata: object): Promise<string> {
@@ -208,17 +208,20 @@ export class AcpUpdates {
     return pendingId
   }
 
-  async #createStreamMessage(kind: StreamKind, text: string): Promise<string> {
-    return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' })).id
+  async #createStreamMessage(kind: StreamKind, text: string, trace?: StageContext): Promise<string> {
+    return (await this.#agentMessage({ kind, content: text, status: 'IN_PROGRESS' }, trace)).id
   }
 
   /** Only the window's text crosses the store and the pub/sub: subscribers that follow appends never reread the content. */
-  async #appendStreamMessage(messageId: string, append: StreamAppend): Promise<void> {
+  async #appendStreamMessage(messageId: string, append: StreamAppend, trace?: StageContext): Promise<void> {
     const { outlet } = this
     outlet.fence.guard('stream append')
-    const result = await appendMessageContent(outlet.store, messageId, append.text)
-    if (!result) return // deleted with its session meanwhile: nobody to tell
-    outlet.metrics.published()
-    outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId, version: result.version, append })
+    const write = async (publishTrace?: StageContext) => {
+      const result = await appendMessageContent(outlet.store, messageId, append.text)
+      if (!result) return // deleted with its session meanwhile: nobody to tell
+      outlet.metrics.published()
+      outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId, version: result.version, append }, publishTrace)
+    }
+    return trace && tracing.on ? tracing.stages.storeWrite(trace, 'update', write) : write()
   }
 }

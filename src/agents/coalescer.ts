@@ -15,14 +15,15 @@
  * appends at the database rather than rewriting the row.
  */
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
+import { tracing, type StageContext, type WindowTrace } from '../observability/tracing.ts'
 
 export type StreamKind = 'MESSAGE' | 'REASONING'
 
 export interface CoalescerSink {
   /** Persists a new streaming message with its first text (and announces it). */
-  create(kind: StreamKind, text: string): Promise<string>
+  create(kind: StreamKind, text: string, trace?: StageContext): Promise<string>
   /** Appends `text` to the stored content, whose length is `offset` (and announces the update). */
-  update(messageId: string, append: StreamAppend): Promise<void>
+  update(messageId: string, append: StreamAppend, trace?: StageContext): Promise<void>
 }
 
 export interface StreamAppend {
@@ -54,6 +55,11 @@ interface Streaming {
   pending: number
   /** An update of this message waits in the queue (it will pick up later content by itself). */
   updateQueued: boolean
+  /**
+   * Tracing on: the trace of `unwritten`, started by its oldest chunk (the one that waited
+   * longest); the chunks after it are counted into it. Taken by the write that takes the text.
+   */
+  trace: WindowTrace | undefined
 }
 
 interface Write {
@@ -75,6 +81,8 @@ export class SessionCoalescer {
     private readonly onError: (error: unknown) => void,
     private readonly scheduler: Scheduler = realScheduler,
     private readonly windowMs = 100,
+    /** Named on the traces of its windows. */
+    private readonly sessionId = '',
   ) {}
 
   /** Writes waiting behind the one in flight. */
@@ -93,6 +101,7 @@ export class SessionCoalescer {
     if (current && current.kind === kind && current.agentMessageId === agentMessageId) {
       current.unwritten += text
       current.pending++
+      if (tracing.on) this.#traceChunk(current, kind, text.length, count)
       this.stats.coalesced += count
       this.#timer ??= this.scheduler.setTimeout(() => this.#publishWindow(), this.windowMs)
       return
@@ -101,7 +110,8 @@ export class SessionCoalescer {
     // behind its first one are folded into its creation.
     this.stats.coalesced += count - 1
     this.#publishPending()
-    const stream: Streaming = { kind, agentMessageId, id: undefined, unwritten: text, written: 0, pending: 0, updateQueued: false }
+    const stream: Streaming = { kind, agentMessageId, id: undefined, unwritten: text, written: 0, pending: 0, updateQueued: false, trace: undefined }
+    if (tracing.on) this.#traceChunk(stream, kind, text.length, count)
     this.#current = stream
     this.#enqueue({ op: 'create', stream })
   }
@@ -128,6 +138,15 @@ export class SessionCoalescer {
     this.#current = undefined
     this.#queue.length = 0
     this.#wakeRoomWaiters()
+  }
+
+  #traceChunk(stream: Streaming, kind: StreamKind, chars: number, count: number): void {
+    const trace = stream.trace
+    if (!trace) stream.trace = tracing.stages.chunkArrived(this.sessionId, kind, count, chars)
+    else {
+      trace.chunks += count
+      trace.chars += chars
+    }
   }
 
   #publishWindow(): void {
@@ -172,18 +191,21 @@ export class SessionCoalescer {
     // Taken before the await: chunks arriving meanwhile belong to the next write.
     const text = stream.unwritten
     const offset = stream.written
+    const window = stream.trace
     stream.unwritten = ''
     stream.written += text.length
+    stream.trace = undefined
+    const trace = window && tracing.on ? tracing.stages.windowClosed(window) : undefined
     if (op === 'create') {
       // A failed create leaves no record: later updates of this message write nothing.
-      stream.id = await this.sink.create(stream.kind, text)
+      stream.id = await this.sink.create(stream.kind, text, trace)
       return
     }
     stream.updateQueued = false
     // Nothing new, or no record to append to (its create failed): the text is dropped, not hoarded.
     if (stream.id === undefined || text.length === 0) return
     try {
-      await this.sink.update(stream.id, { offset, text })
+      await this.sink.update(stream.id, { offset, text }, trace)
     } catch (error) {
       // The statement did not commit: its text goes back in front, so the next write carries it.
       stream.unwritten = text + stream.unwritten

@@ -3,6 +3,7 @@ import type { PubSub, SessionEventPayload } from '../pubsub/pubsub.ts'
 import { OwnershipLostError } from '../store/store.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { Scheduler } from '../util/scheduler.ts'
+import type { StageContext } from '../observability/tracing.ts'
 import { retryWrite } from './retry-write.ts'
 
 /**
@@ -79,9 +80,9 @@ export class SessionFence {
   }
 
   /** A session event, published only while writes may go out; a failed publication is logged. */
-  publish(payload: SessionEventPayload): void {
+  publish(payload: SessionEventPayload, trace?: StageContext): void {
     if (!this.#mayStillOwn) return
-    this.deps.pubsub.publish('session', this.sessionId, payload).catch((error: unknown) => {
+    this.deps.pubsub.publish('session', this.sessionId, payload, trace).catch((error: unknown) => {
       this.deps.logger.warn({ err: error, sessionId: this.sessionId }, 'session event publish failed')
     })
   }

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { chooseLogFormat, createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
+import { startTracing } from '../observability/tracing.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
 import { memberWorkspaceIds } from '../store/workspaces.ts'
@@ -94,6 +95,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const logger = (options.logger ?? createLogger(config.logLevel, logFormat)).child({ instance: instanceId })
   const readiness = new Readiness()
   const metrics = createMetrics()
+  // Before anything that publishes or serves: the hot paths read tracing.on as they run.
+  const tracer = await startTracing(config.tracing, instanceId, logger)
 
   // Bound before anything else, so a port clash ends the start before a file is created or a token printed;
   // until the server is assembled every request but /healthz is refused as not ready.
@@ -200,6 +203,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await pubsub.close()
       await db.$disconnect()
       await preflight.release()
+      await tracer.close()
       logger.info('shut down')
     })())
 

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { z } from 'zod'
 import type { LogFormatSetting } from '../observability/logger.ts'
+import { tracingFromEnv, type TracingConfig } from './tracing-config.ts'
 
 /** One agent profile: an ACP agent started over stdio. */
 export const agentProfileSchema = z.object({
@@ -183,6 +184,8 @@ export interface Config {
   feedRetentionMs: number
   /** CORS_ORIGINS: browser origins allowed to call cross-origin, with credentials (empty: same origin only). */
   corsOrigins: string[]
+  /** OTLP trace export (README "Tracing"); absent: tracing is off and none of its code runs. */
+  tracing?: TracingConfig
 }
 
 export class ConfigError extends Error {}
@@ -201,9 +204,11 @@ export function databaseProviderOf(url: string): DatabaseProvider {
 /** Parses and validates the environment once; throws ConfigError naming every bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env)
-  if (!parsed.success) {
+  const { tracing, issues: tracingIssues } = tracingFromEnv(env)
+  if (!parsed.success || tracingIssues.length > 0) {
     // One line per bad variable, each whole on its own: what an operator reads, or a log collects.
-    const lines = parsed.error.issues.map((i) => `Invalid configuration: ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    const lines = (parsed.error?.issues ?? []).map((i) => `Invalid configuration: ${i.path.join('.') || '(environment)'}: ${i.message}`)
+    lines.push(...tracingIssues.map((issue) => `Invalid configuration: ${issue}`))
     throw new ConfigError(lines.join('\n'))
   }
   const e = parsed.data
@@ -231,5 +236,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     forwardTimeoutMs: e.FORWARD_TIMEOUT_MS ?? e.SESSION_LEASE_MS + 5_000,
     feedRetentionMs: Math.round(e.FEED_RETENTION_HOURS * 3_600_000),
     corsOrigins: e.CORS_ORIGINS,
+    ...(tracing && { tracing }),
   }
 }

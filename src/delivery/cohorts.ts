@@ -2,6 +2,7 @@ import { GraphQLError, Kind, print, visit, type DocumentNode, type ExecutionArgs
 import type { FeedTap } from '../feed/feed-tap.ts'
 import type { Logger } from '../observability/logger.ts'
 import { asyncIterableIterator, isAsyncIterable, pushQueue } from '../util/async-iterators.ts'
+import { tracing } from '../observability/tracing.ts'
 
 type Results = AsyncIterableIterator<ExecutionResult> | ExecutionResult
 
@@ -219,7 +220,9 @@ export class Cohorts {
     try {
       for await (const result of cohort.source) {
         const sequence = cohort.tap?.sequence
-        for (const member of cohort.members) this.#deliver(member, result, sequence)
+        const trace = tracing.on ? cohort.tap?.trace : undefined
+        if (trace) tracing.stages.fanOut(trace, cohort.members.size, () => this.#deliverAll(cohort, result, sequence))
+        else this.#deliverAll(cohort, result, sequence)
       }
       for (const member of [...cohort.members]) this.#deliver(member, SOURCE_ENDED, undefined)
     } catch (error) {
@@ -228,6 +231,10 @@ export class Cohorts {
     } finally {
       if (this.#cohorts.get(cohort.key) === cohort) this.#cohorts.delete(cohort.key)
     }
+  }
+
+  #deliverAll(cohort: Cohort, result: ExecutionResult, sequence: number | undefined): void {
+    for (const member of cohort.members) this.#deliver(member, result, sequence)
   }
 
   #release(source: AsyncIterableIterator<ExecutionResult>): void {

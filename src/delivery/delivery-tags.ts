@@ -1,10 +1,12 @@
 import type { Frame, ReplaceableFrame } from './outbound-scheduler.ts'
+import type { DeliveryTrace } from '../observability/tracing.ts'
 
-/** How the scheduler must treat one result of a subscription operation. */
+/** How the scheduler must treat one result of a subscription operation (`trace`: the delivery it continues, tracing on). */
 export type DeliveryTag =
-  | { frameClass: 'semantic'; sessionId?: string }
+  | { frameClass: 'semantic'; sessionId?: string; trace?: DeliveryTrace }
   | {
       frameClass: 'replaceable'
+      trace?: DeliveryTrace
       sessionId: string
       key: string
       /**

@@ -1,4 +1,6 @@
 import type { Connection } from './gateway-connection.ts'
+import type { DeliveryTag } from './delivery-tags.ts'
+import { tracing } from '../observability/tracing.ts'
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
 const FRAME_HEAD = /^\{"id":("(?:[^"\\]|\\.)*"),"type":"([a-z_]+)"/
@@ -24,6 +26,19 @@ export function routeFrame(connection: Connection, data: string): void {
     return connection.scheduler.enqueueSemantic(data, tags.pending?.sessionId)
   }
   const tag = tags.take()
+  if (tag?.trace && tracing.on) {
+    const traced = tag
+    const { scheduler } = connection
+    return tracing.stages.frameWrite(tag.trace, tag.frameClass, Buffer.byteLength(data), () => {
+      enqueueTagged(connection, id!, data, traced)
+      const depth = scheduler.depth
+      return depth.semantic + depth.replaceable
+    })
+  }
+  enqueueTagged(connection, id!, data, tag)
+}
+
+function enqueueTagged(connection: Connection, id: string, data: string, tag: DeliveryTag | undefined): void {
   if (tag?.frameClass === 'replaceable') {
     // Keyed per subscription too: two subscriptions of one session on a connection each follow their own appends.
     const frame = tag.entryOf ? tag.entryOf(data) : data

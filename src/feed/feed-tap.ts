@@ -1,3 +1,5 @@
+import type { DeliveryTrace } from '../observability/tracing.ts'
+
 /**
  * What a workspace feed subscription tells the delivery gateway about its events, beside their
  * GraphQL results (which carry a position only if the document selects `cursor`). The gateway puts
@@ -19,4 +21,6 @@ export interface FeedTap {
    * `covered`. A cursor at exactly that position has nothing to replay, so it reads nothing.
    */
   liveCovered?: () => number | undefined
+  /** Set by the feed, tracing on: the delivery of the event last handed to execution (its cohort's fan-out continues it). */
+  trace?: DeliveryTrace
 }

@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
+import type { StageContext } from '../observability/tracing.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import { toStoredSummary, type SummaryRow } from '../store/summaries.ts'
 import { deriveSummary } from '../summary/derive.ts'
@@ -43,6 +44,7 @@ export function deriveForStorage(inputs: Parameters<typeof deriveSummary>[0], { 
 export async function publishRevision(
   summary: Derived & { revision: number; updatedAt: Date; feedSequence: number },
   { pubsub, logger, metrics }: SummaryOutlets,
+  trace?: StageContext,
 ): Promise<void> {
   metrics.projectorRevisions.inc()
   try {
@@ -54,7 +56,7 @@ export async function publishRevision(
       updatedAt: summary.updatedAt.toISOString(),
       summary: summary.payload,
       sequence: summary.feedSequence,
-    })
+    }, trace)
   } catch (error) {
     // At-most-once delivery: the stored revision is what reconnecting clients read.
     logger.warn({ err: error, taskId: summary.taskId }, 'summary publish failed')

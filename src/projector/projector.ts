@@ -1,5 +1,6 @@
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
+import { tracing, type StageContext } from '../observability/tracing.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
 import { isDatabaseUnavailable } from '../store/db.ts'
@@ -51,7 +52,9 @@ export class Projector {
     this.#metrics = options.metrics
     this.#maxAttempts = options.maxAttempts ?? 8
     this.#retryMs = options.retryMs ?? 500
-    this.#runner = new CoalescingRunner((taskId) => this.#projectNow(taskId))
+    this.#runner = new CoalescingRunner((taskId) =>
+      tracing.on ? tracing.stages.projection(taskId, (trace) => this.#projectNow(taskId, trace)) : this.#projectNow(taskId),
+    )
     this.#outlets = { pubsub: options.pubsub, logger: options.logger, metrics: options.metrics }
     this.#reads = new SummaryReads(options.store, this.#outlets, (taskId) => this.project(taskId), options.now)
   }
@@ -115,7 +118,7 @@ export class Projector {
     return this.#runner.idle()
   }
 
-  async #projectNow(taskId: string): Promise<void> {
+  async #projectNow(taskId: string, trace?: StageContext): Promise<void> {
     for (let attempt = 1; attempt <= this.#maxAttempts; attempt++) {
       // Stored row first, sources second: a source write that lands in between triggers a later projection.
       const [stored] = await readSummaryRows(this.#store, [taskId])
@@ -133,7 +136,7 @@ export class Projector {
         this.#metrics.projectorNoops.inc()
         return
       }
-      if (await this.#write(derived, stored)) return
+      if (await this.#write(derived, stored, trace)) return
       this.#metrics.projectorRetries.inc()
       this.#logger.debug({ taskId, attempt }, 'summary compare-and-update rejected; rebasing')
     }
@@ -142,7 +145,7 @@ export class Projector {
   }
 
   /** One compare-and-update; publishes the new revision when it was written. */
-  async #write(derived: Derived, stored: SummaryRow | undefined): Promise<boolean> {
+  async #write(derived: Derived, stored: SummaryRow | undefined, trace?: StageContext): Promise<boolean> {
     const updatedAt = this.#store.now()
     const written = await compareAndUpdateSummary(this.#store, {
       taskId: derived.taskId,
@@ -154,7 +157,7 @@ export class Projector {
       attentionRank: derived.attentionRank,
       attentionKey: derived.attentionKey,
     })
-    if (written) await publishRevision({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt, feedSequence: written.feedSequence }, this.#outlets)
+    if (written) await publishRevision({ ...derived, revision: (stored?.revision ?? 0) + 1, updatedAt, feedSequence: written.feedSequence }, this.#outlets, trace)
     return written !== null
   }
 

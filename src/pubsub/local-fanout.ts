@@ -1,5 +1,6 @@
 import { channelOf, RESYNC, type SubscribeOptions, type Topic, type Topics } from './pubsub.ts'
 import { pushQueue } from '../util/async-iterators.ts'
+import { tracing, type MessagingSystem } from '../observability/tracing.ts'
 
 const DEFAULT_BUFFER_LIMIT = 1000
 
@@ -13,7 +14,9 @@ type Listener = (payload: unknown) => void
 export class LocalFanout {
   readonly #channels = new Map<string, { topic: Topic; key: string; listeners: Set<Listener> }>()
 
-  constructor(private readonly hooks: { onFirst?: (channel: string) => void; onLast?: (channel: string) => void } = {}) {}
+  constructor(
+    private readonly hooks: { system: MessagingSystem; onFirst?: (channel: string) => void; onLast?: (channel: string) => void },
+  ) {}
 
   subscribe<T extends Topic>(topic: T, key: string, options: SubscribeOptions<T> = {}): AsyncIterableIterator<Topics[T]> {
     const channel = channelOf(topic, key)
@@ -40,7 +43,12 @@ export class LocalFanout {
   }
 
   deliver(channel: string, payload: unknown): void {
-    for (const push of this.#channels.get(channel)?.listeners ?? []) push(payload)
+    const entry = this.#channels.get(channel)
+    if (!entry) return
+    // Tracing on and the payload carries a trace: its deliver span covers the hand-over to every local subscriber.
+    const delivery = tracing.on ? tracing.stages.delivering(payload as object, this.hooks.system, entry.topic, entry.listeners.size) : undefined
+    for (const push of entry.listeners) push(payload)
+    if (delivery) tracing.stages.delivered(delivery)
   }
 
   /** Tells every local subscriber that deltas may have been missed. */

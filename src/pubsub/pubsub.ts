@@ -7,6 +7,7 @@
 import type { SummaryPayload } from '../summary/types.ts'
 import type { InstanceMessage } from '../instances/commands.ts'
 import type { AccessEvent } from '../access/access-events.ts'
+import type { StageContext } from '../observability/tracing.ts'
 
 /** A summary replacement carries the whole bounded summary, so subscribers need no read per event. */
 export interface SummaryUpdatedPayload {
@@ -77,7 +78,11 @@ export interface SubscribeOptions<T extends Topic> {
 }
 
 export interface PubSub {
-  publish<T extends Topic>(topic: T, key: string, payload: Topics[T]): Promise<void>
+  /**
+   * `trace` (tracing on): the publication is a stage of that trace, and the payload carries its
+   * W3C `traceparent` to every instance's subscribers.
+   */
+  publish<T extends Topic>(topic: T, key: string, payload: Topics[T], trace?: StageContext): Promise<void>
   subscribe<T extends Topic>(topic: T, key: string, options?: SubscribeOptions<T>): AsyncIterableIterator<Topics[T]>
   close(): Promise<void>
 }

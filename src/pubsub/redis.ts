@@ -2,6 +2,7 @@ import { Redis } from 'ioredis'
 import type { Logger } from '../observability/logger.ts'
 import { channelOf, type PubSub } from './pubsub.ts'
 import { LocalFanout } from './local-fanout.ts'
+import { tracing } from '../observability/tracing.ts'
 
 const PREFIX = 'tss:'
 
@@ -20,6 +21,7 @@ export function createRedisPubSub(url: string, logger: Logger): PubSub {
   const subscriber = new Redis(url, { disableClientInfo: true })
   const handshakeDone = new Promise<void>((resolve) => subscriber.once('ready', () => resolve()))
   const fanout = new LocalFanout({
+    system: 'redis',
     onFirst: (channel) =>
       void handshakeDone
         .then(() => subscriber.subscribe(PREFIX + channel))
@@ -51,8 +53,11 @@ export function createRedisPubSub(url: string, logger: Logger): PubSub {
   })
 
   return {
-    async publish(topic, key, payload) {
-      await publisher.publish(PREFIX + channelOf(topic, key), JSON.stringify(payload))
+    async publish(topic, key, payload, trace) {
+      const channel = PREFIX + channelOf(topic, key)
+      // Traced: the payload crosses Redis with its traceparent, so other instances continue the trace.
+      if (trace && tracing.on) return tracing.stages.publish(trace, 'redis', topic, payload, async (traced) => void (await publisher.publish(channel, JSON.stringify(traced))))
+      await publisher.publish(channel, JSON.stringify(payload))
     },
     subscribe: (topic, key, options) => fanout.subscribe(topic, key, options),
     async close() {

@@ -19,6 +19,8 @@ import { jitQueries } from './plugins/use-jit-queries.ts'
 import { stringInputPlugin } from './plugins/use-string-input.ts'
 import { graphqlMetricsPlugin } from './plugins/use-graphql-metrics.ts'
 import { accessLogPlugin } from './plugins/use-access-log.ts'
+import { tracingPlugin } from './plugins/use-tracing.ts'
+import { tracing } from '../observability/tracing.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
 export interface WebSocketOperationContext {
@@ -59,6 +61,8 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     plugins: [
       // First, so operations a later plugin refuses are timed too.
       graphqlMetricsPlugin(metrics, schema),
+      // Only with tracing on (started before the server is built): off, no hook of it runs.
+      ...(tracing.on ? [tracingPlugin()] : []),
       errorCodesPlugin(errorCounter(metrics)),
       ...operationLimitPlugins(),
       // Before the rate limits: input refused as unstorable takes nothing from the caller's budget.

@@ -12,6 +12,7 @@ import type { ConnectionScope } from '../delivery/connection.ts'
 import type { DeliveryTag } from '../delivery/delivery-tags.ts'
 import { AppendChain, StreamTag, streamFrame, streamTag } from './message-append.ts'
 import { sharedSessionEvent, type SessionEventValue } from './session-event-reads.ts'
+import { tracing } from '../observability/tracing.ts'
 
 const SNAPSHOT_MESSAGES = 100
 
@@ -47,7 +48,9 @@ export async function openSessionStream(
     const joined: SessionEventValue = { type: 'SessionJoined', sessionId, snapshot }
     const events = mapAsyncIterator(live, (payload) => {
       beforeEachEvent()
-      return resolveForSubscriber(sources.store, payload, chain)
+      if (!tracing.on) return resolveForSubscriber(sources.store, payload, chain)
+      // The event read for this subscriber carries its payload's delivery on to the frame it becomes.
+      return resolveForSubscriber(sources.store, payload, chain).then((event) => (event && tracing.stages.carry(payload, event), event))
     })
     return startingWith(joined, events, leave)
   } catch (error) {
@@ -91,6 +94,12 @@ export function streamBeingRendered(info: { rootValue: unknown }): StreamTag | u
 
 /** How the gateway delivers the event: MessageUpdated is replaceable (its appends merge), the rest semantic. */
 export function deliveryTagOf(event: SessionEventValue): DeliveryTag {
+  const tag = untracedTagOf(event)
+  if (tracing.on) tag.trace = tracing.stages.deliveryOf(event)
+  return tag
+}
+
+function untracedTagOf(event: SessionEventValue): DeliveryTag {
   if (event.type !== 'MessageUpdated') return { frameClass: 'semantic', sessionId: sessionOf(event) }
   const stream = event.stream
   return {

@@ -2,6 +2,7 @@ import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
 import { createLoaders } from '../loaders.ts'
 import { mapAsyncIterator } from '../../util/async-iterators.ts'
+import { tracing } from '../../observability/tracing.ts'
 import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '../../feed/cursor.ts'
 import { openWorkspaceFeed, type FeedItem } from '../../feed/resumable-feed.ts'
 import type { StoredSummary } from '../../summary/types.ts'
@@ -107,7 +108,10 @@ async function resolveWorkspaceEvent(ctx: Context, item: FeedItem): Promise<Reso
  */
 async function resolveTapped(ctx: Context, item: FeedItem): Promise<ResolvedWorkspaceEvent | undefined> {
   const event = await resolveWorkspaceEvent(ctx, item)
-  if (ctx.feedTap) ctx.feedTap.sequence = item.sequence
+  if (ctx.feedTap) {
+    ctx.feedTap.sequence = item.sequence
+    if (tracing.on) ctx.feedTap.trace = tracing.stages.deliveryOf(item)
+  }
   return event
 }
 
