@@ -1,11 +1,11 @@
 // P10's requests of the server process (bench/server-process.ts runs them there): seed the tasks
 // and sessions, and the server's own event-loop delay (perf_hooks), reset at each read.
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks'
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks'
 import type { RunningServer } from '../src/app/start-server.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { adminWorkspace } from './seed.ts'
 
-let loop: IntervalHistogram | undefined
+let loop: ELDHistogram | undefined
 
 export const handlers = {
   /** One task per profile in one workspace, each with a session of that agent profile. */

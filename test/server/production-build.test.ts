@@ -81,7 +81,7 @@ describe('the production build', () => {
 /** The commands of README "Production", as written there. */
 function productionCommands(): string[] {
   const readme = readFileSync(path.join(projectRoot, 'README.md'), 'utf8')
-  const block = /^## Production\n+```sh\n([^`]+)```/m.exec(readme)?.[1]
+  const block = /^### Production\n+```sh\n([^`]+)```/m.exec(readme)?.[1]
   expect(block, 'README "Production" opens with a sh block').toBeDefined()
   return block!.trim().split('&&').map((command) => command.trim())
 }
