@@ -46,6 +46,8 @@ function pathOf(req: IncomingMessage): string {
 export function withAccessLog(logger: Logger, listener: RequestListener): RequestListener {
   return (req, res) => {
     const started = performance.now()
+    // Read now: once a refused body's socket is destroyed, Node 24 has no req.socket when the response closes.
+    const address = req.socket?.remoteAddress
     const requestId = requestIdOf(req)
     res.setHeader('x-request-id', requestId)
     res.once('close', () => {
@@ -60,7 +62,7 @@ export function withAccessLog(logger: Logger, listener: RequestListener): Reques
           status,
           code,
           ms: Math.round(performance.now() - started),
-          address: req.socket.remoteAddress,
+          address,
           requestId,
         },
         'request refused',
