@@ -120,6 +120,8 @@ async function runChild() {
     /** Open sockets and live subscriptions holding access (each revocation can end them). */
     accessHeld: (s) => s.access.heldCount,
     idle: (s) => s.projector.idle(),
+    /** Exports every span finished so far (tracing on; nothing otherwise). */
+    flushTracing: (s) => s.tracing.flush(),
     /** CPU time this process has used, user + system, in µs. */
     cpu: () => {
       const { user, system } = process.cpuUsage()

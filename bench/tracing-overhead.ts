@@ -1,35 +1,49 @@
-// `npx tsx bench/tracing-overhead.ts [p3] [p5]`: what tracing costs. Runs each
-// scenario twice in a row, off then on (BENCH_TRACING, the server exporting every span to a sink
-// process: bench/otlp-sink.ts), and prints every figure of both runs with on ÷ off. Goal: within
-// 5 % (throughput ≥ 0.95×, latency and CPU ≤ 1.05×). Short runs unless the environment says
-// otherwise (BENCH_CHUNKS, BENCH_RUNS, BENCH_P5_* as for the scenarios themselves);
-// BENCH_TRACING_PROTOCOL picks the encoding (http/protobuf by default).
+// `npx tsx bench/tracing-overhead.ts [p3] [p5]`: what tracing costs. Runs each scenario several
+// times with tracing off and on (BENCH_TRACING: the server exports every span to a sink process,
+// bench/otlp-sink.ts), alternating which goes first, and prints each figure's median both ways
+// and on ÷ off. Goal: within 5 % (throughput ≥ 0.95×, latency and CPU ≤ 1.05×).
+//
+// Two runs minutes apart meet different machines (a 2-core box drifts by more than 5 %), so every
+// figure is also read against the baseline its own run measured beside it (P3: raw NDJSON
+// decoding; P5: a raw ws broadcast to the same clients): "on ÷ off, same-run baseline" divides the
+// two runs' ratios, which cancels what the machine did between them. That column is judged.
+//
+// BENCH_TRACING_PAIRS: runs per mode (3). BENCH_TRACING_BASE=<checkout>: also runs the scenario
+// from another checkout (one without the tracing code) as "before", to show what tracing costs
+// when it is off. BENCH_TRACING_PROTOCOL picks the encoding (http/protobuf by default). Short
+// runs unless the environment says otherwise (BENCH_CHUNKS, BENCH_P5_* as for the scenarios).
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { formatValue, type ScenarioResult } from './scenario.ts'
+import { formatValue, type Row, type ScenarioResult } from './scenario.ts'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const PROTOCOL = process.env.BENCH_TRACING_PROTOCOL ?? 'http/protobuf'
+const PAIRS = Number(process.env.BENCH_TRACING_PAIRS ?? 3)
+const BASE = process.env.BENCH_TRACING_BASE ? path.resolve(process.env.BENCH_TRACING_BASE) : undefined
 const GOAL = 0.05
 
 const SCENARIOS: Record<string, { file: string; env: Record<string, string> }> = {
   p3: { file: 'p3-ingest.ts', env: { BENCH_CHUNKS: '100000', BENCH_WARMUP_CHUNKS: '20000', BENCH_RUNS: '3' } },
-  p5: { file: 'p5-fanout.ts', env: { BENCH_P5_SUBSCRIBERS: '1000', BENCH_P5_ROUNDS: '5', BENCH_P5_PROFILE_ROUNDS: '0', BENCH_P5_VARIANTS: 'sdk-resume', BENCH_P5_WORKERS: '2' } },
+  p5: { file: 'p5-fanout.ts', env: { BENCH_P5_SUBSCRIBERS: '1000', BENCH_P5_ROUNDS: '10', BENCH_P5_PROFILE_ROUNDS: '0', BENCH_P5_VARIANTS: 'sdk-resume', BENCH_P5_WORKERS: '2' } },
 }
 
-function run(file: string, env: Record<string, string>, tracing: boolean): ScenarioResult {
+type Mode = 'before' | 'off' | 'on'
+
+function run(file: string, env: Record<string, string>, mode: Mode): ScenarioResult {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tss-tracing-bench-'))
   const resultFile = path.join(dir, 'result.json')
+  const root = mode === 'before' ? BASE! : ROOT
   const { BENCH_TRACING: _unset, ...inherited } = process.env
+  console.info(`\n${file}: ${mode === 'before' ? `before (${root})` : `tracing ${mode}`}`)
   const child = spawnSync(process.execPath, ['--import', 'tsx', path.join(root, 'bench', file)], {
     cwd: root,
-    env: { ...env, ...inherited, BENCH_RESULT_FILE: resultFile, ...(tracing && { BENCH_TRACING: PROTOCOL }) },
+    env: { ...env, ...inherited, BENCH_RESULT_FILE: resultFile, ...(mode === 'on' && { BENCH_TRACING: PROTOCOL }) },
     stdio: 'inherit',
   })
-  if (child.status !== 0) throw new Error(`${file} (tracing ${tracing ? 'on' : 'off'}) exited with ${child.status}`)
+  if (child.status !== 0) throw new Error(`${file} (${mode}) exited with ${child.status}`)
   const result = JSON.parse(readFileSync(resultFile, 'utf8')) as ScenarioResult
   rmSync(dir, { recursive: true, force: true })
   return result
@@ -42,24 +56,59 @@ function direction(unit: string): 'higher' | 'lower' | undefined {
   return undefined
 }
 
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+function within(ratio: number, unit: string): string {
+  const better = direction(unit)
+  if (better === undefined || Number.isNaN(ratio)) return ''
+  return (better === 'higher' ? ratio >= 1 - GOAL : ratio <= 1 + GOAL) ? 'yes' : '**no**'
+}
+
+/** One metric's runs in one mode: its values, and each against its own run's baseline. */
+function figures(runs: ScenarioResult[], metric: string): { value: number; relative?: number; unit: string } | undefined {
+  const rows = runs.map((r) => r.rows.find((row) => row.metric === metric)).filter((row): row is Row => row !== undefined)
+  if (rows.length === 0) return undefined
+  const relatives = rows.filter((row) => row.baseline && row.baseline.value > 0).map((row) => row.value / row.baseline!.value)
+  return { value: median(rows.map((row) => row.value)), relative: relatives.length === rows.length ? median(relatives) : undefined, unit: rows[0]!.unit }
+}
+
+const modes: Mode[] = BASE ? ['before', 'off', 'on'] : ['off', 'on']
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : Object.keys(SCENARIOS)
-const lines = ['| scenario | metric | tracing off | tracing on | on ÷ off | within 5 % |', '|---|---|---|---|---|---|']
+const header = BASE
+  ? ['| scenario | metric | before | off | on | off ÷ before (same-run baseline) | on ÷ off | on ÷ off (same-run baseline) | within 5 % |', '|---|---|---|---|---|---|---|---|---|']
+  : ['| scenario | metric | off | on | on ÷ off | on ÷ off (same-run baseline) | within 5 % |', '|---|---|---|---|---|---|---|']
+const lines = [...header]
 for (const id of chosen) {
   const scenario = SCENARIOS[id]
   if (!scenario) throw new Error(`unknown scenario ${id} (p3 or p5)`)
-  // BENCH_TRACING_FIRST=on runs the traced one first: whichever runs second meets a warmer (or busier) machine.
-  const onFirst = process.env.BENCH_TRACING_FIRST === 'on'
-  const first = run(scenario.file, scenario.env, onFirst)
-  const second = run(scenario.file, scenario.env, !onFirst)
-  const [off, on] = onFirst ? [second, first] : [first, second]
-  for (const row of off.rows) {
-    const traced = on.rows.find((r) => r.metric === row.metric)
-    if (!traced) continue
-    const ratio = row.value === 0 ? NaN : traced.value / row.value
-    const better = direction(row.unit)
-    const within = better === 'higher' ? ratio >= 1 - GOAL : better === 'lower' ? ratio <= 1 + GOAL : undefined
-    lines.push(`| ${id} | ${row.metric} | ${formatValue(row.value, row.unit)} | ${formatValue(traced.value, traced.unit)} | ${ratio.toFixed(3)}× | ${within === undefined ? '' : within ? 'yes' : '**no**'} |`)
+  const runs: Record<Mode, ScenarioResult[]> = { before: [], off: [], on: [] }
+  // Each round runs every mode once, the order rotated: whichever runs later meets a warmer (or busier) machine.
+  for (let round = 0; round < PAIRS; round++) {
+    for (let i = 0; i < modes.length; i++) {
+      const mode = modes[(i + round) % modes.length]!
+      runs[mode].push(run(scenario.file, scenario.env, mode))
+    }
+  }
+  for (const { metric } of runs.off[0]!.rows) {
+    const off = figures(runs.off, metric)
+    const on = figures(runs.on, metric)
+    if (!off || !on) continue
+    const ratio = off.value === 0 ? NaN : on.value / off.value
+    const relative = on.relative !== undefined && off.relative ? on.relative / off.relative : undefined
+    const judged = relative ?? ratio
+    const cells = [`${formatValue(off.value, off.unit)}`, `${formatValue(on.value, on.unit)}`, `${ratio.toFixed(3)}×`, relative === undefined ? '' : `${relative.toFixed(3)}×`, within(judged, off.unit)]
+    if (BASE) {
+      const before = figures(runs.before, metric)
+      const offVsBefore = before?.relative && off.relative !== undefined ? `${(off.relative / before.relative).toFixed(3)}×` : ''
+      cells.unshift(before ? formatValue(before.value, before.unit) : '')
+      cells.splice(3, 0, offVsBefore)
+    }
+    lines.push(`| ${id} | ${metric} | ${cells.join(' | ')} |`)
   }
 }
-console.info(`\ntracing overhead (${PROTOCOL}, every span exported to a local sink):`)
+console.info(`\ntracing overhead (${PROTOCOL}, every span exported to a local sink; medians of ${PAIRS} runs per mode):`)
 console.info(lines.join('\n'))

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import type { Config } from '../config/config.ts'
 import { chooseLogFormat, createLogger, type Logger } from '../observability/logger.ts'
 import { createMetrics } from '../observability/metrics.ts'
-import { startTracing } from '../observability/tracing.ts'
+import { startTracing, type TracingHandle } from '../observability/tracing.ts'
 import { createStore, type Clock, type Store } from '../store/store.ts'
 import { bootstrapAdmin, principalForTokenHash } from '../store/users.ts'
 import { memberWorkspaceIds } from '../store/workspaces.ts'
@@ -79,6 +79,8 @@ export interface RunningServer {
   database: DatabaseHealth
   logger: Logger
   httpServer: HttpServer
+  /** This process's span export (a no-op when tracing is off). */
+  tracing: TracingHandle
   close(): Promise<void>
 }
 
@@ -207,5 +209,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       logger.info('shut down')
     })())
 
-  return { url, port, store, pubsub, access, projector, sessions, commands, instanceId, lease, git, readiness, database, logger, httpServer, gateway: websocket, close }
+  return { url, port, store, pubsub, access, projector, sessions, commands, instanceId, lease, git, readiness, database, logger, httpServer, gateway: websocket, tracing: tracer, close }
 }

@@ -67,11 +67,13 @@ export interface StageTracer {
 export const tracing: { on: boolean; stages: StageTracer } = { on: false, stages: undefined as unknown as StageTracer }
 
 export interface TracingHandle {
+  /** Exports every span finished so far (what the batch would send later) and waits for it. */
+  flush(): Promise<void>
   /** Exports what is buffered and stops; tracing is off afterwards. */
   close(): Promise<void>
 }
 
-const OFF: TracingHandle = { close: async () => undefined }
+const OFF: TracingHandle = { flush: async () => undefined, close: async () => undefined }
 
 /**
  * Turns tracing on for this process when `config` is given (else nothing is loaded). The
@@ -85,6 +87,7 @@ export async function startTracing(config: TracingConfig | undefined, instanceId
   tracing.on = true
   logger.info({ tracesUrl: config.tracesUrl, protocol: config.protocol, serviceName: config.serviceName }, 'tracing on: spans exported over OTLP')
   return {
+    flush: () => provider.forceFlush(),
     async close() {
       tracing.on = false
       await provider.shutdown().catch((error: unknown) => logger.warn({ err: error, action: 'tracing.shutdown' }, 'exporting the last spans failed'))

@@ -20,6 +20,20 @@ const SECRET = WORDS.join(' ')
 
 const stage = (span: ReceivedSpan) => span.attributes['task_status.stage']
 
+/** A trace as a tree, one span a line: stage, span name, instance, start after the trace's first span and duration, in ms. */
+function traceTree(trace: ReceivedSpan[]): string {
+  const origin = trace.reduce((min, s) => (s.startNs < min ? s.startNs : min), trace[0]!.startNs)
+  const ms = (ns: bigint) => (Number(ns) / 1e6).toFixed(2)
+  const ids = new Set(trace.map((s) => s.spanId))
+  const lines: string[] = []
+  const walk = (span: ReceivedSpan, depth: number) => {
+    lines.push(`${'  '.repeat(depth)}${String(stage(span))} (${span.name}) on ${String(span.resource['service.name'])}: +${ms(span.startNs - origin)} ms, ${ms(span.endNs - span.startNs)} ms`)
+    for (const child of trace.filter((s) => s.parentSpanId === span.spanId).sort((x, y) => (x.startNs < y.startNs ? -1 : 1))) walk(child, depth + 1)
+  }
+  for (const root of trace.filter((s) => !ids.has(s.parentSpanId))) walk(root, 0)
+  return lines.join('\n')
+}
+
 describe('tracing across two instances (OTLP to a local receiver)', { timeout: 90_000 }, () => {
   const children: ChildProcess[] = []
   let receiver: OtlpReceiver
@@ -84,6 +98,20 @@ describe('tracing across two instances (OTLP to a local receiver)', { timeout: 9
     expect(deliver).toMatchObject({ name: 'process session', parentSpanId: publish.spanId, attributes: { 'messaging.system': 'redis', 'task_status.subscriber.count': 1 } })
     expect(trace.filter((s) => stage(s) === 'frame.write').every((f) => f.parentSpanId === deliver.spanId)).toBe(true)
     expect(one('store.write', fromA).spanId).toBe(publish.parentSpanId)
+    // The stages start in the order the text travels (one machine, one clock for both instances).
+    const starts = ['acp.chunk', 'coalesce', 'store.write', 'pubsub.publish'].map((name) => one(name, fromA).startNs)
+    starts.push(deliver.startNs, one('frame.write', fromB).startNs)
+    expect(starts).toEqual([...starts].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)))
+    // Every trace of this message that reached B (the first chunk's, then each 100 ms window's) is
+    // whole once both instances' batches are in: all six stages, across the two instances.
+    const windows = await eventually(() => {
+      const crossed = new Set(spans.filter((s) => fromB(s) && stage(s) === 'frame.write').map((s) => s.traceId))
+      const ids = [...new Set(spans.filter((s) => fromA(s) && stage(s) === 'acp.chunk' && s.attributes['task_status.session.id'] === sessionId).map((s) => s.traceId))].filter((id) => crossed.has(id))
+      const whole = (id: string) => new Set(spans.filter((s) => s.traceId === id).map(stage)).size === 6
+      return ids.length >= 2 && ids.every(whole) && ids
+    })
+    for (const traceId of windows)
+      console.info(`trace ${traceId}, A (the session's owner) to B (the subscriber's instance):\n${traceTree(spans.filter((s) => s.traceId === traceId))}`)
 
     // One span per GraphQL operation: the subscription on B, the mutations on A.
     expect(spans.some((s) => fromB(s) && s.name === 'subscription SessionEvents' && s.attributes['graphql.operation.type'] === 'subscription')).toBe(true)

@@ -13,6 +13,9 @@ export interface ReceivedSpan {
   parentSpanId: string
   name: string
   kind: number
+  /** Start and end, nanoseconds since the epoch (the exporting instance's clock). */
+  startNs: bigint
+  endNs: bigint
   attributes: Record<string, AttributeValue>
   resource: Record<string, AttributeValue>
   encoding: 'json' | 'protobuf'
@@ -66,7 +69,7 @@ const jsonValue = (v: JsonAnyValue): AttributeValue =>
 const jsonAttributes = (list: JsonKeyValue[] = []) => Object.fromEntries(list.map((kv) => [kv.key, jsonValue(kv.value)]))
 
 export function spansOfJson(request: {
-  resourceSpans?: { resource?: { attributes?: JsonKeyValue[] }; scopeSpans?: { spans?: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: JsonKeyValue[] }[] }[] }[]
+  resourceSpans?: { resource?: { attributes?: JsonKeyValue[] }; scopeSpans?: { spans?: { traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; startTimeUnixNano: string | number; endTimeUnixNano: string | number; attributes?: JsonKeyValue[] }[] }[] }[]
 }): ReceivedSpan[] {
   return (request.resourceSpans ?? []).flatMap((rs) =>
     (rs.scopeSpans ?? []).flatMap((ss) =>
@@ -76,6 +79,8 @@ export function spansOfJson(request: {
         parentSpanId: s.parentSpanId ?? '',
         name: s.name,
         kind: s.kind,
+        startNs: BigInt(s.startTimeUnixNano),
+        endNs: BigInt(s.endTimeUnixNano),
         attributes: jsonAttributes(s.attributes),
         resource: jsonAttributes(rs.resource?.attributes),
         encoding: 'json' as const,
@@ -140,6 +145,9 @@ export function spansOfProtobuf(body: Buffer): ReceivedSpan[] {
         parentSpanId: bytesOf(s, 4).toString('hex'),
         name: bytesOf(s, 5).toString('utf8'),
         kind: Number(s.get(6)?.[0] ?? 0n),
+        // fixed64 fields: start_time_unix_nano (7), end_time_unix_nano (8).
+        startNs: bytesOf(s, 7).readBigUInt64LE(0),
+        endNs: bytesOf(s, 8).readBigUInt64LE(0),
         attributes: protobufAttributes(messages(s, 9)),
         resource,
         encoding: 'protobuf' as const,
