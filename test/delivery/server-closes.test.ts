@@ -1,31 +1,17 @@
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import WebSocket from 'ws'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
+import { capturedLogger, type LogLine as BaseLogLine } from '../support/captured-logger.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { manualTimers } from '../support/manual-timers.ts'
 import { eventually } from '../support/wait.ts'
 import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
 import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 
-type LogLine = { level: number; action?: string; client?: string; code?: number; reason?: string; [key: string]: unknown }
+type LogLine = BaseLogLine & { client?: string; code?: number; reason?: string }
 
-/** A pino logger whose lines the test reads back. */
-function capturedLogger() {
-  const lines: LogLine[] = []
-  const raw: string[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      raw.push(String(chunk))
-      lines.push(JSON.parse(String(chunk)) as LogLine)
-      done()
-    },
-  })
-  return { logger: pino({ level: 'info' }, stream), lines, raw }
-}
 
 /** A WebSocket on /graphql speaking graphql-transport-ws by hand, so it can misbehave. */
 async function rawSocket(url: string, options: { protocol?: string | null; autoPong?: boolean } = {}) {
@@ -65,9 +51,9 @@ async function closesCounted(server: TestServer, code: string, reason: string): 
 const closeLines = (lines: LogLine[]) => lines.filter((l) => l.action === 'ws.server-close')
 
 describe('every close the server decides is logged once and counted (sqlite, real sockets)', () => {
-  const main = capturedLogger()
-  const stalled = capturedLogger()
-  const overflow = capturedLogger()
+  const main = capturedLogger<LogLine>()
+  const stalled = capturedLogger<LogLine>()
+  const overflow = capturedLogger<LogLine>()
   const clock = manualTimers()
   const KEEPALIVE_MS = 12_000
   let server: TestServer

@@ -1,25 +1,9 @@
-import { Writable } from 'node:stream'
-import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server.ts'
+import { capturedLogger } from '../support/captured-logger.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 
-type LogLine = { level: number; action?: string; [key: string]: unknown }
-
-/** A pino logger whose lines the test reads back, parsed and as written. */
-function capturedLogger() {
-  const lines: LogLine[] = []
-  const raw: string[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      raw.push(String(chunk))
-      lines.push(JSON.parse(String(chunk)) as LogLine)
-      done()
-    },
-  })
-  return { logger: pino({ level: 'info' }, stream), lines, raw }
-}
 
 const INFO = 30
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
