@@ -95,28 +95,14 @@ export class OtelStages implements StageTracer {
       kind: SpanKind.CLIENT,
       attributes: { [STAGE]: STAGES.store, 'db.operation.name': operation, 'db.collection.name': 'Message' },
     }, parent)
-    try {
-      return await write(trace.setSpan(parent, span))
-    } catch (error) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) })
-      throw error
-    } finally {
-      span.end()
-    }
+    return endedAfter(span, () => write(trace.setSpan(parent, span)))
   }
 
   async publish<P extends object>(parent: StageContext, system: MessagingSystem, topic: string, payload: P, send: (traced: P) => Promise<void>): Promise<void> {
     const span = this.tracer.startSpan(`publish ${topic}`, { kind: SpanKind.PRODUCER, attributes: messaging(system, topic, 'publish') }, parent)
     const traced = { ...payload }
     propagator.inject(trace.setSpan(parent, span), traced, setter)
-    try {
-      await send(traced)
-    } catch (error) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) })
-      throw error
-    } finally {
-      span.end()
-    }
+    return endedAfter(span, () => send(traced))
   }
 
   delivering(payload: object, system: MessagingSystem, topic: string, subscribers: number): DeliveryTrace | undefined {
@@ -164,14 +150,7 @@ export class OtelStages implements StageTracer {
 
   async projection<T>(taskId: string, run: (context: StageContext) => Promise<T>): Promise<T> {
     const span = this.tracer.startSpan('project summary', { attributes: { [STAGE]: STAGES.projection, 'task_status.task.id': taskId } }, ROOT_CONTEXT)
-    try {
-      return await run(trace.setSpan(ROOT_CONTEXT, span))
-    } catch (error) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) })
-      throw error
-    } finally {
-      span.end()
-    }
+    return endedAfter(span, () => run(trace.setSpan(ROOT_CONTEXT, span)))
   }
 
   fanOut(delivery: DeliveryTrace, members: number, run: () => void): void {
@@ -208,6 +187,18 @@ function messaging(system: MessagingSystem, topic: string, operation: 'publish' 
     'messaging.operation.type': operation,
     'messaging.operation.name': operation,
     'messaging.destination.name': topic,
+  }
+}
+
+/** Runs `work` inside `span`: the span ends when it settles, marked an error (its name only) if it threw. */
+async function endedAfter<T>(span: Span, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work()
+  } catch (error) {
+    span.setStatus({ code: SpanStatusCode.ERROR, message: errorName(error) })
+    throw error
+  } finally {
+    span.end()
   }
 }
 
