@@ -170,8 +170,12 @@ try {
   const runs: Awaited<ReturnType<typeof ingest>>[] = []
   const raws: number[] = []
   const pipes: number[] = []
+  /** The server process's CPU time (user + system) per chunk of each turn, in µs: steadier than a rate on a shared machine. */
+  const cpus: number[] = []
   for (let r = 0; r < RUNS; r++) {
+    const cpuBefore = await server.call<number>('cpu')
     runs.push(await ingest(server, ids, CHUNKS))
+    cpus.push(((await server.call<number>('cpu')) - cpuBefore) / CHUNKS)
     raws.push(rawDecode(capture.bytes).rate)
     const pipe = await captureAgentOutput(CHUNKS, true)
     if (pipe.updates !== CHUNKS) throw new Error(`the bare reader parsed ${pipe.updates} updates, expected ${CHUNKS}`)
@@ -200,6 +204,7 @@ try {
     },
     { metric: `ingest: the same turns, against the pipeline without the server (throughput ratio)`, value: run.rate, unit: 'chunks/s', baseline: { label: `${pipeLabel}: two processes and a pipe, as a turn`, value: pipe } },
     { metric: `${pipeLabel}, median of ${RUNS} (throughput ratio)`, value: pipe, unit: 'chunks/s', baseline: rawBaseline },
+    { metric: `server CPU per chunk, the same turns (median)`, value: median(cpus), unit: 'µs' },
     { metric: 'store writes of the message (create + appends)', value: run.writes, unit: 'writes' },
   ]
   report({
