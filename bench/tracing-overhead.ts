@@ -18,6 +18,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { formatValue, type Row, type ScenarioResult } from './scenario.ts'
+import { median } from './support.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const PROTOCOL = process.env.BENCH_TRACING_PROTOCOL ?? 'http/protobuf'
@@ -60,12 +61,6 @@ function direction(unit: string): 'higher' | 'lower' | undefined {
   if (/\/s$/.test(unit)) return 'higher'
   if (/^(ms|µs|s|us)$/.test(unit) || /cpu/i.test(unit)) return 'lower'
   return undefined
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 
 function within(ratio: number, unit: string): string {
