@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { ClientUsersDocument, ClientWorkspaceMembersDocument } from '../../packages/client/src/generated/graphql.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
-import { blockOtherHosts, launchBrowser } from '../support/browser.ts'
+import { launchBrowser } from '../support/browser.ts'
 import { errorCodes, http, ok } from '../support/client.ts'
 import { CreateWorkspaceDocument, ViewerDocument } from '../generated/graphql.ts'
-import { axeViolations, DESKTOP, dialog, expectFitsPhone, expectHeaderFits, focusedName, openPage, tabTo, VIEWPORTS } from './page-helpers.ts'
+import { axeViolations, dialog, expectFitsPhone, expectHeaderFits, focusedName, openPage, signInWithForm, tabTo, VIEWPORTS } from './page-helpers.ts'
 
 describe('the admin’s Workspace panel: users (a token shown once, rotated, deactivated) and members (Chromium, sqlite)', () => {
   let server: TestServer
@@ -29,17 +29,6 @@ describe('the admin’s Workspace panel: users (a token shown once, rotated, dea
   async function expectTokenNowhere(page: Page, token: string) {
     const kept = await page.evaluate(() => [document.documentElement.outerHTML, location.href, JSON.stringify({ ...localStorage }), JSON.stringify({ ...sessionStorage })])
     expect(kept.filter((text) => text.includes(token))).toEqual([])
-  }
-
-  /** Signs in with the token through the sign-in form, in a context of its own. */
-  async function signInElsewhere(token: string): Promise<{ context: BrowserContext; page: Page }> {
-    const context = await browser.newContext({ viewport: DESKTOP })
-    await blockOtherHosts(context)
-    const page = await context.newPage()
-    await page.goto(`${server.url}/`)
-    await page.getByLabel('Token').fill(token)
-    await page.getByRole('button', { name: 'Sign in' }).click()
-    return { context, page }
   }
 
   for (const [label, viewport] of VIEWPORTS) {
@@ -92,7 +81,7 @@ describe('the admin’s Workspace panel: users (a token shown once, rotated, dea
       expect(await axeViolations(page, { within: 'dialog[data-dialog="workspace"]' })).toEqual([])
 
       // The token works: it signs in elsewhere (no workspace yet there).
-      const elsewhere = await signInElsewhere(token)
+      const elsewhere = await signInWithForm(browser, server.url, token)
       await elsewhere.page.locator('[data-empty="no-workspace"]').waitFor()
 
       // Dismissed, it is gone: from the page, the address, storage; and after a reload.

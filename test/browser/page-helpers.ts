@@ -23,6 +23,14 @@ export async function openPage(browser: Browser, url: string, viewport: typeof D
   return { context, page, errors }
 }
 
+/** Signs in as a person does, in a fresh desktop context: the token pasted into the sign-in form. */
+export async function signInWithForm(browser: Browser, url: string, token: string): Promise<{ context: BrowserContext; page: Page }> {
+  const { context, page } = await openPage(browser, url, DESKTOP)
+  await page.getByLabel('Token').fill(token)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  return { context, page }
+}
+
 /** The open dialog of that name (Dialog.tsx marks each with data-dialog). */
 export const dialog = (page: Page, name: string) => page.locator(`dialog[data-dialog="${name}"][open]`)
 

@@ -6,7 +6,7 @@ import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
 import { SocketProxy } from '../support/socket-proxy.ts'
-import { DESKTOP, PHONE } from './page-helpers.ts'
+import { DESKTOP, PHONE, signInWithForm } from './page-helpers.ts'
 import { AddMessageDocument, CreateTaskDocument, CreateUserDocument, StartSessionDocument, TaskStatusSummariesDocument, UpdateTaskDocument } from '../generated/graphql.ts'
 
 
@@ -101,12 +101,7 @@ describe('the task-switcher page in Chromium (sqlite, mock agents)', () => {
   })
 
   it('signs in with a token pasted once and kept in the browser; a token with no workspace says how to get one', async () => {
-    const context = await browser.newContext({ viewport: DESKTOP })
-    await blockOtherHosts(context)
-    const page = await context.newPage()
-    await page.goto(`${server.url}/`)
-    await page.getByLabel('Token').fill(token)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    const { context, page } = await signInWithForm(browser, server.url, token)
     await expect.poll(() => page.locator('[data-switcher="desktop"] .task-row').count(), { timeout: 20_000 }).toBe(27)
     await page.reload()
     await expect.poll(() => page.locator('[data-switcher="desktop"] .task-row').count(), { timeout: 20_000 }).toBe(27)
