@@ -77,11 +77,13 @@ describe('tracing across two instances (OTLP to a local receiver)', { timeout: 9
     const { spans } = receiver
     const fromA = (span: ReceivedSpan) => span.resource['service.name'] === 'tss-a'
     const fromB = (span: ReceivedSpan) => span.resource['service.name'] === 'tss-b'
-    const crossing = await eventually(() => {
-      const frames = spans.filter((s) => fromB(s) && stage(s) === 'frame.write')
-      const traceIds = new Set(spans.filter((s) => fromA(s) && stage(s) === 'acp.chunk' && s.attributes['task_status.session.id'] === sessionId).map((s) => s.traceId))
-      return frames.find((f) => traceIds.has(f.traceId))?.traceId
-    })
+    /** This session's traces that reached B: started by an ACP chunk on A, with a frame write on B. */
+    const crossingTraces = () => {
+      const reachedB = new Set(spans.filter((s) => fromB(s) && stage(s) === 'frame.write').map((s) => s.traceId))
+      const started = spans.filter((s) => fromA(s) && stage(s) === 'acp.chunk' && s.attributes['task_status.session.id'] === sessionId)
+      return [...new Set(started.map((s) => s.traceId))].filter((id) => reachedB.has(id))
+    }
+    const crossing = await eventually(() => crossingTraces()[0])
     const trace = spans.filter((s) => s.traceId === crossing)
     const stagesOf = (ofInstance: (s: ReceivedSpan) => boolean) => new Set(trace.filter(ofInstance).map(stage))
     expect([...stagesOf(fromA)]).toEqual(expect.arrayContaining(['acp.chunk', 'coalesce', 'store.write', 'pubsub.publish']))
@@ -104,10 +106,9 @@ describe('tracing across two instances (OTLP to a local receiver)', { timeout: 9
     expect(starts).toEqual([...starts].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)))
     // Every trace of this message that reached B (the first chunk's, then each 100 ms window's) is
     // whole once both instances' batches are in: all six stages, across the two instances.
+    const whole = (id: string) => new Set(spans.filter((s) => s.traceId === id).map(stage)).size === 6
     const windows = await eventually(() => {
-      const crossed = new Set(spans.filter((s) => fromB(s) && stage(s) === 'frame.write').map((s) => s.traceId))
-      const ids = [...new Set(spans.filter((s) => fromA(s) && stage(s) === 'acp.chunk' && s.attributes['task_status.session.id'] === sessionId).map((s) => s.traceId))].filter((id) => crossed.has(id))
-      const whole = (id: string) => new Set(spans.filter((s) => s.traceId === id).map(stage)).size === 6
+      const ids = crossingTraces()
       return ids.length >= 2 && ids.every(whole) && ids
     })
     for (const traceId of windows)
