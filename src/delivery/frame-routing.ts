@@ -27,11 +27,10 @@ export function routeFrame(connection: Connection, data: string): void {
   }
   const tag = tags.take()
   if (tag?.trace && tracing.on) {
-    const traced = tag
-    const { scheduler } = connection
-    return tracing.stages.frameWrite(tag.trace, tag.frameClass, Buffer.byteLength(data), () => {
-      enqueueTagged(connection, id!, data, traced)
-      const depth = scheduler.depth
+    // A frame can be megabytes, and only the first frames of a delivery get a span: its size is measured only then.
+    return tracing.stages.frameWrite(tag.trace, tag.frameClass, () => Buffer.byteLength(data), () => {
+      enqueueTagged(connection, id!, data, tag)
+      const depth = connection.scheduler.depth
       return depth.semantic + depth.replaceable
     })
   }

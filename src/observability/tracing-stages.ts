@@ -131,14 +131,14 @@ export class OtelStages implements StageTracer {
     if (delivery) this.#deliveries.set(to, delivery)
   }
 
-  frameWrite(delivery: DeliveryTrace, frameClass: string, bytes: number, write: () => number): void {
+  frameWrite(delivery: DeliveryTrace, frameClass: string, bytes: () => number, write: () => number): void {
     if (delivery.framesTraced >= FRAME_SPANS_PER_DELIVERY) {
       write()
       return
     }
     delivery.framesTraced++
     const span = this.tracer.startSpan('frame write', {
-      attributes: { [STAGE]: STAGES.frame, 'task_status.frame.class': frameClass, 'task_status.frame.bytes': bytes },
+      attributes: { [STAGE]: STAGES.frame, 'task_status.frame.class': frameClass, 'task_status.frame.bytes': bytes() },
     }, (delivery as Delivery).context)
     try {
       // Frames still queued on the connection once this one was handed over (0: written at once).

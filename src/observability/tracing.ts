@@ -53,8 +53,8 @@ export interface StageTracer {
   deliveryOf(value: object): DeliveryTrace | undefined
   /** `to` (an event read for a subscriber) belongs to the delivery of `from` (its payload). */
   carry(from: object, to: object): void
-  /** One subscriber's frame handed to its connection's outbound queue (`write`), under its delivery. */
-  frameWrite(delivery: DeliveryTrace, frameClass: string, bytes: number, write: () => number): void
+  /** One subscriber's frame handed to its connection's outbound queue (`write`), under its delivery; `bytes` is measured only for a frame given a span. */
+  frameWrite(delivery: DeliveryTrace, frameClass: string, bytes: () => number, write: () => number): void
   /** A summary projection (the badge path starts here): its publication, if any, continues the trace. */
   projection<T>(taskId: string, run: (context: StageContext) => Promise<T>): Promise<T>
   /** A cohort's shared result handed to its `members` (one span for the whole fan-out, however many). */

@@ -82,7 +82,11 @@ describe('agent output stages (tracing on)', () => {
     const event = {}
     tracing.stages.carry(received[0]!, event)
     expect(tracing.stages.deliveryOf(event)).toBe(delivery)
-    for (let i = 0; i < FRAME_SPANS_PER_DELIVERY + 5; i++) tracing.stages.frameWrite(delivery, 'replaceable', 100, () => i)
+    let measured = 0
+    let written = 0
+    for (let i = 0; i < FRAME_SPANS_PER_DELIVERY + 5; i++) tracing.stages.frameWrite(delivery, 'replaceable', () => (measured++, 100), () => (written++, i))
+    // Every frame is written; only those given a span are measured (a frame can be megabytes).
+    expect({ measured, written }).toEqual({ measured: FRAME_SPANS_PER_DELIVERY, written: FRAME_SPANS_PER_DELIVERY + 5 })
 
     const spans = exporter.getFinishedSpans()
     const byStage = (name: string) => spans.filter((s) => stage(s) === name)
