@@ -21,7 +21,7 @@ async function main() {
     // cannot work is reported at once, within the probe's deadline.
     await probeDatabase(config)
     const { startServer } = await import('./app/start-server.ts')
-    server = await startServer(config)
+    server = await startServer(config, { preflight: { databaseProbed: true } })
   } catch (error) {
     if (error instanceof StartupError) refuseToStart(`Cannot start: ${error.message}`)
     throw error

@@ -11,6 +11,8 @@ export { lockSqliteDatabase, sqliteLockFile } from './sqlite-preflight.ts'
 export interface PreflightOptions {
   /** How long the database (PostgreSQL, or the file system of a SQLite file) and Redis may take to answer before they count as unreachable. */
   probeTimeoutMs?: number
+  /** The caller has just run probeDatabase itself (main.ts, before loading the server): not again. */
+  databaseProbed?: boolean
 }
 
 export interface Preflight {
@@ -30,7 +32,7 @@ export async function runPreflight(config: Config, httpServer: HttpServer, optio
   const timeoutMs = options.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS
   await listen(httpServer, config.host, config.port)
   try {
-    await probeDatabase(config, timeoutMs)
+    if (!options.databaseProbed) await probeDatabase(config, timeoutMs)
     if (config.redisUrl) await probeRedis(config.redisUrl, timeoutMs)
     const unlock = config.databaseProvider === 'sqlite' ? await lockSqliteDatabase(config.databaseUrl) : async () => {}
     return { release: unlock }
