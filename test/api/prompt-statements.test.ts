@@ -58,8 +58,11 @@ describe.each(PROVIDERS)('statements of one addMessage (%s)', (provider) => {
       await new Promise((resolve) => setTimeout(resolve, 1000))
       return statements.length === before
     })
-    // The projector re-derives the summary after the prompt's source events: not the request's statements.
+    // The projector re-derives the summary after the prompt's source events, and the Git monitor
+    // observes each running session on its own clock (a session, its repositories and their
+    // observations): neither is the request's statements.
     server.projector.stop()
+    await server.git.stop()
 
     statements.length = 0
     const clientMessageId = randomUUID()
