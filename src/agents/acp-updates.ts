@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { SessionNotification } from '@agentclientprotocol/sdk'
 import type { Logger } from '../observability/logger.ts'
 import { OwnershipLostError, type Store } from '../store/store.ts'
-import { clearSessionError, updateSession } from '../store/sessions.ts'
+import { clearSessionError, setSessionPublications, updateSession, type SessionPublications } from '../store/sessions.ts'
 import { appendMessageContent, findToolCallMessage, insertMessage, updateMessage, type NewMessage } from '../store/messages.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { errorFields } from '../observability/error-fields.ts'
@@ -13,6 +13,8 @@ import { SessionCoalescer, type StreamAppend, type StreamKind } from './coalesce
 import type { AgentMetrics } from './agent-metrics.ts'
 import { chunkCount } from './chunk-merge.ts'
 import type { SessionFence } from './session-fence.ts'
+import { parseMetadata, storedToolCallDetail, toolCallDetail } from './tool-call-detail.ts'
+import { boundedPlan, modelChoice, permissionOptions } from './agent-publications.ts'
 
 const TOOL_STATUS: Record<string, string> = {
   pending: 'PENDING',
@@ -130,7 +132,7 @@ export class AcpUpdates {
           content: update.title,
           status: TOOL_STATUS[update.status ?? 'pending'] ?? 'PENDING',
           toolCallId: update.toolCallId,
-          metadata: JSON.stringify({ kind: update.kind ?? 'other' }),
+          metadata: JSON.stringify({ kind: update.kind ?? 'other', toolCall: toolCallDetail(update) }),
         })
         return
       }
@@ -139,34 +141,54 @@ export class AcpUpdates {
         const existing = await findToolCallMessage(outlet.store, this.#sessionId, update.toolCallId)
         if (!existing) return
         outlet.fence.guard('tool call update')
+        const metadata = parseMetadata(existing.metadata)
         const message = await updateMessage(outlet.store, existing.id, {
           ...(update.status && { status: TOOL_STATUS[update.status] ?? existing.status }),
           ...(update.title && { content: update.title }),
+          metadata: JSON.stringify({
+            ...metadata,
+            ...(update.kind && { kind: update.kind }),
+            toolCall: toolCallDetail(update, storedToolCallDetail(existing.metadata)),
+          }),
         })
         outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId: message.id, version: message.version })
         return
       }
       case 'config_option_update': {
-        const model = update.configOptions.find((o) => o.category === 'model' && o.type === 'select')
-        if (!model || model.type !== 'select') return
-        const options = (model.options as { value?: string; name: string }[]).filter((o) => typeof o.value === 'string')
-        outlet.fence.guard('models')
-        await updateSession(outlet.store, this.#sessionId, {
-          currentModelId: model.currentValue,
-          availableModels: options.map((o) => ({ id: o.value!, name: o.name })),
-        })
-        outlet.fence.publish({ type: 'SessionModelsUpdated', sessionId: this.#sessionId })
+        const models = modelChoice(update)
+        if (models) await this.#published({ currentModelId: models.currentModelId, availableModels: models.availableModels }, 'SessionModelsUpdated')
         return
       }
+      case 'current_mode_update':
+        return this.#published({ currentModeId: update.currentModeId }, 'SessionStateChanged')
+      case 'plan':
+        return this.#published({ plan: boundedPlan(update.entries) }, 'SessionStateChanged')
       default:
         return
     }
   }
 
+  /**
+   * What the agent published about its session (models, mode, plan): recorded and told to the
+   * session's followers; no task summary or activity time moves for it.
+   */
+  async #published(changes: SessionPublications, event: 'SessionModelsUpdated' | 'SessionStateChanged'): Promise<void> {
+    const { outlet } = this
+    await outlet.fence.write('session.published', () => setSessionPublications(outlet.store, this.#sessionId, changes))
+    if (event === 'SessionModelsUpdated') outlet.fence.publish({ type: 'SessionModelsUpdated', sessionId: this.#sessionId })
+    else outlet.fence.publish({ type: 'SessionStateChanged', sessionId: this.#sessionId })
+  }
+
   async permission(input: PermissionInput): Promise<void> {
     await this.coalescer.flush()
-    const options = input.request.options.map((o) => ({ id: o.optionId, name: o.name, kind: o.kind }))
-    const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', input.request.toolCall.title ?? 'Permission', { options })
+    const { toolCall } = input.request
+    const options = permissionOptions(input.request.options)
+    // What the user is asked to allow: the tool call as the agent described it so far (its
+    // tool_call), with what the request itself adds.
+    const call = toolCall.toolCallId ? await findToolCallMessage(this.outlet.store, this.#sessionId, toolCall.toolCallId) : undefined
+    const detail = toolCallDetail(toolCall, storedToolCallDetail(call?.metadata))
+    const title = toolCall.title ?? call?.content ?? 'Permission'
+    const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', title, { options, toolCall: detail })
     this.#responders.set(pendingId, {
       kind: 'PERMISSION_REQUEST',
       respond: (optionId) => input.respond({ outcome: optionId ? { outcome: 'selected', optionId } : { outcome: 'cancelled' } }),

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
-import { Writable, type Readable } from 'node:stream'
+import { Writable } from 'node:stream'
 import {
   client,
   ndJsonStream,
+  RequestError,
   PROTOCOL_VERSION,
   type ClientConnection,
   type PromptResponse,
@@ -14,7 +15,11 @@ import type { AgentProfile } from '../config/config.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { AgentWatchdog } from './watchdog/agent-watchdog.ts'
 import { BoundedHandoff } from './bounded-handoff.ts'
-import { ChunkMerger, chunkCount } from './chunk-merge.ts'
+import { chunkCount } from './chunk-merge.ts'
+import { throttledInput } from './throttled-input.ts'
+import { withinDeadline } from '../util/deadline.ts'
+import { launchFailureReason, StderrTail } from './agent-reasons.ts'
+import { currentModeId, modelChoice, type ModelChoice } from './agent-publications.ts'
 import {
   CLARIFY_METHOD,
   objectParams,
@@ -46,48 +51,37 @@ export class AgentLaunchError extends Error {
 
 export const HANDOFF_CAPACITY = 256
 
+/**
+ * The updates that make up a transcript. An agent that loads a session (`session/load`) replays
+ * its history as these; the server has that history already, so until the first prompt of the
+ * loaded session goes out they are dropped at the connection (never stored, never published, and
+ * never filling the handoff while the launch still waits for the load's answer).
+ */
+const TRANSCRIPT_UPDATES: ReadonlySet<string> = new Set([
+  'user_message_chunk',
+  'agent_message_chunk',
+  'agent_thought_chunk',
+  'tool_call',
+  'tool_call_update',
+  'usage_update',
+])
+
 /** Room an input takes in the handoff: a joined run of chunks weighs as many chunks as it carries. */
 function inputWeight(input: AgentInput): number {
   return input.type === 'update' ? chunkCount(input.notification.update as { _meta?: Record<string, unknown> | null }) : 1
-}
-
-/**
- * stdout as a web stream that is read only while the handoff has room: the SDK pulls from it,
- * so a full handoff stops the SDK reading, the pipe fills and the agent's own writes block.
- * Each read reaches the SDK with its runs of plain text chunks joined (chunk-merge.ts).
- */
-export function throttledInput(stdout: Readable, handoff: BoundedHandoff<AgentInput>): ReadableStream<Uint8Array> {
-  const chunks = stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>
-  const merger = new ChunkMerger()
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
-        // A pull that enqueues nothing is not called again: a read that ends no line reads on.
-        for (;;) {
-          if (!(await handoff.waitForSpace())) return controller.close()
-          const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }))
-          if (next.done) {
-            const rest = merger.end()
-            if (rest) controller.enqueue(new Uint8Array(rest))
-            return controller.close()
-          }
-          const bytes = merger.push(next.value)
-          if (bytes.length > 0) return controller.enqueue(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength))
-        }
-      },
-      cancel() {
-        stdout.destroy()
-      },
-    },
-    { highWaterMark: 0 },
-  )
 }
 
 /** One ACP agent child process and its connection (one per session). */
 export class AgentProcess {
   acpSessionId = ''
   supportsLoad = false
+  /** What the agent published in its session/new or session/load answer (undefined: nothing). */
+  published: { models?: ModelChoice; currentModeId?: string } = {}
   #stopping = false
+  /** Between a session/load and the first prompt after it: transcript updates are the agent's replay. */
+  #replaying = false
+  /** Replayed updates dropped, a joined run of chunks counting as its chunks (tests tell a whole replay from a part). */
+  replayedUpdatesDropped = 0
 
   private constructor(
     private readonly child: ChildProcessWithoutNullStreams,
@@ -109,9 +103,10 @@ export class AgentProcess {
     watchdog?: AgentWatchdog
   }): Promise<AgentProcess> {
     const [command, ...args] = options.profile.command as [string, ...string[]]
+    const env = { ...process.env, ...options.profile.env, ...(options.sessionId && { [AGENT_SESSION_ID_ENV]: options.sessionId }) }
     const child = spawn(command, args, {
       cwd: options.cwd,
-      env: { ...process.env, ...options.profile.env, ...(options.sessionId && { [AGENT_SESSION_ID_ENV]: options.sessionId }) },
+      env,
       stdio: ['pipe', 'pipe', 'pipe'],
       // Its own process group: a terminal's Ctrl-C (SIGINT to the server's group) reaches the
       // server, which ends its agents as a stop, instead of killing them before it can. Stopping
@@ -131,8 +126,9 @@ export class AgentProcess {
     await spawned
     const pid = child.pid!
     options.watchdog?.watch(pid)
-    // The agent's stderr may echo transcript content: drained, never logged.
-    child.stderr.resume()
+    // The agent's stderr may echo transcript content: only its tail during the launch is kept (a
+    // failed launch reports it), then it is drained unread and never logged.
+    const stderr = new StderrTail(child.stderr)
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.once('exit', (code, signal) => {
         // Tools the agent left running would otherwise outlive it in its group.
@@ -143,7 +139,13 @@ export class AgentProcess {
     )
     const handoff = new BoundedHandoff<AgentInput>(HANDOFF_CAPACITY, inputWeight)
     const app = client({ name: 'task-status-server' })
-      .onNotification('session/update', ({ params }) => handoff.push({ type: 'update', notification: params }))
+      .onNotification('session/update', ({ params }) => {
+        if (agent.#replaying && TRANSCRIPT_UPDATES.has(params.update.sessionUpdate)) {
+          agent.replayedUpdatesDropped += chunkCount(params.update as { _meta?: Record<string, unknown> | null })
+          return
+        }
+        handoff.push({ type: 'update', notification: params })
+      })
       .onRequest(
         'session/request_permission',
         ({ params }) => new Promise<RequestPermissionResponse>((respond) => handoff.push({ type: 'permission', request: params, respond })),
@@ -165,26 +167,54 @@ export class AgentProcess {
     void exited.then(({ code, signal }) => {
       if (!agent.stopping) handoff.push({ type: 'exited', code, signal })
     })
-    try {
-      const init = await Promise.race([
-        connection.agent.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} }),
-        exited.then(({ code }) => {
-          throw new AgentLaunchError('agent_start_failed', `Agent exited during initialize (code ${code}).`)
+    // Each step of the handshake fails with the agent's own reason, also when the agent exits
+    // instead of answering (its stderr then says why).
+    let step = 'initialize'
+    const answer = <T>(request: Promise<T>): Promise<T> =>
+      Promise.race([
+        request,
+        exited.then(({ code, signal }) => {
+          throw new AgentExitedError(code, signal)
         }),
       ])
+    try {
+      const init = await answer(connection.agent.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} }))
       agent.supportsLoad = init.agentCapabilities?.loadSession === true
+      // An agent that signs in with a key from its environment (Codex: OPENAI_API_KEY) is told
+      // to, as an ACP client does, when the profile gives it that key.
+      const methodId = envAuthMethod(init.authMethods, env)
+      if (methodId) {
+        step = 'authenticate'
+        await answer(connection.agent.request('authenticate', { methodId }))
+      }
       if (options.resumeAcpSessionId && agent.supportsLoad) {
-        await connection.agent.request('session/load', { sessionId: options.resumeAcpSessionId, cwd: options.cwd, mcpServers: [] })
+        step = 'session/load'
+        agent.#replaying = true
+        const loaded = await answer(connection.agent.request('session/load', { sessionId: options.resumeAcpSessionId, cwd: options.cwd, mcpServers: [] }))
         agent.acpSessionId = options.resumeAcpSessionId
+        agent.#publishedBy(loaded ?? {})
       } else {
-        agent.acpSessionId = (await connection.agent.request('session/new', { cwd: options.cwd, mcpServers: [] })).sessionId
+        step = 'session/new'
+        const created = await answer(connection.agent.request('session/new', { cwd: options.cwd, mcpServers: [] }))
+        agent.acpSessionId = created.sessionId
+        agent.#publishedBy(created)
       }
     } catch (error) {
+      // A closed connection is usually the agent exiting: its exit (and its last words) follow.
+      const exit = error instanceof RequestError ? undefined : await withinDeadline(1000, exited).catch(() => undefined)
       await agent.stop()
-      if (error instanceof AgentLaunchError) throw error
-      throw new AgentLaunchError('agent_start_failed', `Agent did not start an ACP session: ${(error as Error).message}`)
+      // What the agent printed on its way out may still be in the pipe when its exit is seen.
+      await stderrDrained(child, 1000)
+      const what = exit ? `Agent exited during ${step} (${exit.signal ?? `code ${exit.code}`}).` : `Agent refused ${step}.`
+      throw new AgentLaunchError('agent_start_failed', launchFailureReason(what, error, stderr.text()))
+    } finally {
+      stderr.stop()
     }
     return agent
+  }
+
+  #publishedBy(answer: { models?: unknown; configOptions?: unknown; modes?: unknown }): void {
+    this.published = { models: modelChoice(answer), currentModeId: currentModeId(answer) }
   }
 
   get pid(): number | undefined {
@@ -193,6 +223,8 @@ export class AgentProcess {
 
   /** Sends a prompt; resolves with the agent's response when the turn ends. */
   prompt(text: string): Promise<PromptResponse> {
+    // What the agent says from here on answers this prompt: a load's replay is over.
+    this.#replaying = false
     return Promise.race([
       this.connection.agent.request('session/prompt', { sessionId: this.acpSessionId, prompt: [{ type: 'text', text }] }),
       this.exited.then(({ code, signal }) => {
@@ -222,6 +254,37 @@ export class AgentProcess {
       clearTimeout(timer)
     }
   }
+}
+
+/**
+ * The first of the agent's `env_var` auth methods whose variables are all set (non-empty) in its
+ * environment; undefined when it offers none (other methods need a person: a browser, a terminal).
+ */
+export function envAuthMethod(methods: unknown, env: Record<string, string | undefined>): string | undefined {
+  if (!Array.isArray(methods)) return undefined
+  const usable = (methods as { type?: unknown; id?: unknown; vars?: unknown }[]).find(
+    (m) =>
+      m?.type === 'env_var' &&
+      typeof m.id === 'string' &&
+      Array.isArray(m.vars) &&
+      m.vars.length > 0 &&
+      (m.vars as { name?: unknown; optional?: unknown }[]).every((v) => v?.optional === true || (typeof v?.name === 'string' && !!env[v.name])),
+  )
+  return usable?.id as string | undefined
+}
+
+/** Resolves once the child's stderr has ended (its last words read), or after `ms` at the latest. */
+function stderrDrained(child: ChildProcessWithoutNullStreams, ms: number): Promise<void> {
+  if (child.stderr.readableEnded || child.stderr.destroyed) return Promise.resolve()
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    child.stderr.once('close', done)
+    function done() {
+      clearTimeout(timer)
+      child.stderr.off('close', done)
+      resolve()
+    }
+  })
 }
 
 /** The environment variable naming the session an agent process serves. */

@@ -34,7 +34,7 @@ export async function launchNewAgent(deps: LaunchDeps, input: { taskId: string; 
   const task = await getTaskWithRepositories(deps.store, input.taskId)
   const profile = deps.profiles.get(input.agentProfile)
   if (!profile)
-    return launchFailed(deps, task.id, null, 'unknown_agent_profile', `Unknown agent profile ${echoed(input.agentProfile)}.`, ['RETRY_DEFAULT'])
+    return launchFailed(deps, task.id, null, 'unknown_agent_profile', `Unknown agent profile ${echoed(input.agentProfile)}.`, ['RETRY_DEFAULT'], 'BAD_USER_INPUT')
   for (const repository of task.repositories)
     if (repository.localPath && repository.baseBranch && !(await branchExists(repository.localPath, repository.baseBranch)))
       return launchFailed(
@@ -44,6 +44,7 @@ export async function launchNewAgent(deps: LaunchDeps, input: { taskId: string; 
         'missing_base_branch',
         `Base branch ${echoed(repository.baseBranch)} does not exist in ${echoed(repository.name)}.`,
         ['PICK_BASE_BRANCH', 'RETRY_DEFAULT'],
+        'BAD_USER_INPUT',
       )
   const cwd = task.repositories.find((r) => r.localPath)?.localPath ?? mkdtempSync(path.join(os.tmpdir(), 'tss-session-'))
   const sessionId = randomUUID()
@@ -51,9 +52,16 @@ export async function launchNewAgent(deps: LaunchDeps, input: { taskId: string; 
     const agent = await AgentProcess.launch({ profile, cwd, logger: deps.logger, sessionId, watchdog: deps.watchdog })
     return { task, agent, sessionId, cwd }
   } catch (error) {
-    if (error instanceof AgentLaunchError) return launchFailed(deps, task.id, null, error.code, error.message, ['RETRY_DEFAULT'])
-    throw error
+    if (!(error instanceof AgentLaunchError)) throw error
+    logLaunchFailure(deps, input.agentProfile, error, { taskId: task.id })
+    // The caller's input was valid: the agent (or its profile, the operator's) failed.
+    return launchFailed(deps, task.id, null, error.code, error.message, ['RETRY_DEFAULT'], 'CONFLICT')
   }
+}
+
+/** An agent that would not start, with its own reason (no transcript exists yet at launch): the operator's to read. */
+function logLaunchFailure(deps: LaunchDeps, profile: string, error: AgentLaunchError, ids: { taskId?: string; sessionId?: string }): void {
+  deps.logger.warn({ ...ids, profile: echoed(profile), category: error.code, action: 'agent.launch_failed' }, error.message)
 }
 
 async function launchFailed(
@@ -63,11 +71,21 @@ async function launchFailed(
   category: string,
   message: string,
   actions: RecoveryAction[],
+  code: 'BAD_USER_INPUT' | 'CONFLICT',
 ): Promise<never> {
   const stamp = randomUUID()
   await setLaunchError(deps.store, taskId, { stamp, message, category, recoveryActions: actions, taskRepositoryId })
   deps.logger.info({ taskId, category, action: 'session.launch' }, 'launch failed before a session existed')
-  throw new SessionOperationError('BAD_USER_INPUT', message, { launchError: { category, stamp, recoveryActions: actions } })
+  throw new SessionOperationError(code, message, { launchError: { category, stamp, recoveryActions: actions } })
+}
+
+/** The session columns of what the agent published when its session was created or loaded (only what it sent). */
+export function publishedFields(agent: AgentProcess) {
+  const { models, currentModeId } = agent.published
+  return {
+    ...(models && { currentModelId: models.currentModelId, availableModels: models.availableModels }),
+    ...(currentModeId !== undefined && { currentModeId }),
+  }
 }
 
 /**
@@ -96,6 +114,7 @@ export async function relaunchAgent(deps: LaunchDeps, sessionId: string, publish
       watchdog: deps.watchdog,
     })
   } catch (error) {
+    if (error instanceof AgentLaunchError) logLaunchFailure(deps, session.agentProfile, error, { sessionId })
     await completeTurn(store, boot.id, 'agent_boot_failed')
     await setSessionError(store, sessionId, { code: 'agent_start_failed', message: (error as Error).message, stamp: randomUUID(), occurredAt: store.now() })
     await updateSession(store, sessionId, { state: 'FAILED' })
@@ -103,7 +122,7 @@ export async function relaunchAgent(deps: LaunchDeps, sessionId: string, publish
     throw new SessionOperationError('CONFLICT', `The agent could not be started: ${(error as Error).message}`)
   }
   await completeTurn(store, boot.id, 'agent_boot')
-  await updateSession(store, sessionId, { acpSessionId: agent.acpSessionId, state: 'WAITING_FOR_INPUT' })
+  await updateSession(store, sessionId, { acpSessionId: agent.acpSessionId, state: 'WAITING_FOR_INPUT', ...publishedFields(agent) })
   await clearLaunchError(store, session.taskId)
   publishState('WAITING_FOR_INPUT')
   return agent

@@ -9,6 +9,8 @@ import { cancelPendingRequests } from '../store/messages.ts'
 import type { SessionState } from '../summary/types.ts'
 import type { AgentInput, AgentProcess } from './agent-process.ts'
 import type { SessionErrorData } from './extensions.ts'
+import { agentErrorReason } from './agent-reasons.ts'
+import { PREVIEW_MAX_BYTES, truncateUtf8 } from '../summary/bounds.ts'
 import type { SessionCoalescer } from './coalescer.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 import type { AgentMetrics } from './agent-metrics.ts'
@@ -223,19 +225,20 @@ export class SessionRuntime {
 
   async #turnEnded(input: Extract<AgentInput, { type: 'turnEnd' }>): Promise<void> {
     await this.coalescer.flush()
-    if (input.error !== undefined && !(input.error instanceof RequestError && this.#isSessionError(input.error))) {
-      // The connection broke: the process is gone or going. The 'exited' input finalizes it.
+    // Only a JSON-RPC error is the agent's answer; anything else means the connection broke (the
+    // process is gone or going, and the 'exited' input finalizes it).
+    if (input.error !== undefined && !(input.error instanceof RequestError)) {
       if (!this.agent.stopping) await this.#crashed('Agent connection closed mid-turn.')
       return
     }
     const { store } = this.deps
     if (input.error instanceof RequestError) {
-      const data = input.error.data as SessionErrorData
+      // The agent refused the prompt (a model provider's error: bad key, rate limit, overload…)
+      // and lives on: the turn ends with its reason, and the next prompt goes to the same agent.
+      const error = sessionErrorOf(input.error)
+      this.deps.logger.info({ sessionId: this.sessionId, action: 'turn.agent_error', code: error.code, rpcCode: input.error.code }, 'the agent answered the prompt with an error')
       const now = store.now()
-      const message = input.error.message
-      await this.#fence.write('session.error', () =>
-        setSessionError(store, this.sessionId, { code: data.code, message, stamp: randomUUID(), occurredAt: now }),
-      )
+      await this.#fence.write('session.error', () => setSessionError(store, this.sessionId, { ...error, stamp: randomUUID(), occurredAt: now }))
     }
     const stopReason = input.response?.stopReason ?? 'error'
     // The agent answered, so the turn ended, unless the answer acknowledges a cancel that cut it off.
@@ -244,11 +247,6 @@ export class SessionRuntime {
     this.#turnId = undefined
     if (!this.agent.stopping) await this.#setState('WAITING_FOR_INPUT')
     await this.#dispatchNext()
-  }
-
-  #isSessionError(error: RequestError): boolean {
-    const data = error.data as Partial<SessionErrorData> | undefined
-    return typeof data?.code === 'string' && data.code.length > 0
   }
 
   async #crashed(reason: string): Promise<void> {
@@ -323,4 +321,17 @@ export class SessionRuntime {
   #publishState(state: string): void {
     this.#fence.publish({ type: 'SessionStateChanged', sessionId: this.sessionId, state })
   }
+}
+
+/**
+ * The session error of a prompt the agent answered with a JSON-RPC error: the code an agent of
+ * this product names in its error data (the mock's scripted failures), else `agent_error`; the
+ * message is the agent's own reason, bounded.
+ */
+function sessionErrorOf(error: RequestError): { code: string; message: string } {
+  const data = error.data as Partial<SessionErrorData> | undefined
+  const named = typeof data?.code === 'string' && data.code.length > 0 ? data.code : undefined
+  // An agent that names its error code says what it is: its message stands as it wrote it.
+  if (named) return { code: named, message: truncateUtf8(error.message, PREVIEW_MAX_BYTES) }
+  return { code: 'agent_error', message: agentErrorReason(error) }
 }

@@ -14,7 +14,10 @@ import type { AgentMetrics } from './agent-metrics.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { SessionRuntime } from './session-runtime.ts'
 import { closeQueuedPrompts, queuedPrompts } from '../store/turns.ts'
-import { launchNewAgent, relaunchAgent } from './session-launch.ts'
+import { launchNewAgent, publishedFields, relaunchAgent } from './session-launch.ts'
+import { answeredStatus, storedPermissionOptions, type PermissionOption } from './agent-publications.ts'
+import { parseMetadata } from './tool-call-detail.ts'
+import { echoed } from '../errors.ts'
 import { notASessionOfTask, replayOf, SessionOperationError, type PromptInput } from './session-operation-error.ts'
 
 /** Runtimes a prompt may be handed to before acceptPrompt gives up (each one ended under it). */
@@ -80,7 +83,7 @@ export class SessionService {
       workingDirectory: cwd,
       ownerInstanceId: this.deps.instanceId,
     })
-    await updateSession(store, session.id, { acpSessionId: agent.acpSessionId })
+    await updateSession(store, session.id, { acpSessionId: agent.acpSessionId, ...publishedFields(agent) })
     this.#attach(session.id, agent)
     await clearLaunchError(store, task.id)
     let ready = await updateSession(store, session.id, { state: 'WAITING_FOR_INPUT' })
@@ -203,16 +206,12 @@ export class SessionService {
     const request = await findPendingRequest(store, sessionId, pendingId)
     if (!request || request.kind !== kind) throw new SessionOperationError('NOT_FOUND', `No ${kind === 'CLARIFICATION' ? 'clarification' : 'permission request'} ${pendingId} in session ${sessionId}.`)
     if (request.status !== 'PENDING') throw new SessionOperationError('CONFLICT', `Request ${pendingId} is already ${request.status}.`)
-    if (kind === 'PERMISSION_REQUEST') {
-      const options = (JSON.parse(request.metadata ?? '{}') as { options?: { id: string; kind: string }[] }).options ?? []
-      if (!options.some((o) => o.id === answer.optionId))
-        throw new SessionOperationError('BAD_USER_INPUT', `optionId must be one of: ${options.map((o) => o.id).join(', ')}.`)
-    }
+    // A permission is answered with one of the agent's own options, passed on as chosen ("always" included).
+    const option = kind === 'PERMISSION_REQUEST' ? chosenOption(request.metadata, answer.optionId) : undefined
     const runtime = this.#runtimes.get(sessionId)
     if (!runtime || !(await runtime.respond(pendingId, answer)))
       throw new SessionOperationError('CONFLICT', 'The agent that asked is no longer running; resume the session.')
-    const status =
-      kind === 'CLARIFICATION' ? 'ANSWERED' : (answer.optionId ?? '').startsWith('reject') ? 'REJECTED' : 'APPROVED'
+    const status = option ? answeredStatus(option) : 'ANSWERED'
     const updated = await updateMessage(store, request.id, { status })
     this.deps.pubsub
       .publish('session', sessionId, { type: 'MessageUpdated', sessionId, messageId: updated.id, version: updated.version })
@@ -290,4 +289,12 @@ export class SessionService {
   #publishState(sessionId: string, state: string) {
     this.deps.pubsub.publish('session', sessionId, { type: 'SessionStateChanged', sessionId, state }).catch(() => undefined)
   }
+}
+
+/** The option of a permission request the user chose; anything but one of the agent's option ids is BAD_USER_INPUT. */
+function chosenOption(metadata: string | null, optionId: string | undefined): PermissionOption {
+  const options = storedPermissionOptions(parseMetadata(metadata))
+  const option = options.find((o) => o.id === optionId)
+  if (!option) throw new SessionOperationError('BAD_USER_INPUT', `optionId must be one of: ${options.map((o) => echoed(o.id)).join(', ')}.`, { field: 'optionId' })
+  return option
 }

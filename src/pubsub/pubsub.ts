@@ -53,7 +53,8 @@ export type SessionEventPayload =
       contentUnchanged?: true
     }
   | { type: 'MessageDeleted'; sessionId: string; messageId: string }
-  | { type: 'SessionStateChanged'; sessionId: string; state: string }
+  /** `state` absent: the state did not change, only what the agent published (its plan or mode). */
+  | { type: 'SessionStateChanged'; sessionId: string; state?: string }
   | { type: 'SessionModelsUpdated'; sessionId: string }
   | { type: 'TurnStarted'; sessionId: string; turnId: string }
   | { type: 'TurnCompleted'; sessionId: string; turnId: string }

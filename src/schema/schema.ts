@@ -14,6 +14,7 @@ import './types/pull-request.ts'
 import './types/summary.ts'
 import './types/workspace-events.ts'
 import './types/session-events.ts'
+import './types/agent-detail.ts'
 
 let schema: GraphQLSchema | undefined
 

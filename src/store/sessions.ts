@@ -149,6 +149,34 @@ export interface SessionChanges {
   acpSessionId?: string | null
   currentModelId?: string | null
   availableModels?: { id: string; name: string }[]
+  currentModeId?: string | null
+}
+
+/** What an agent publishes about its session besides the transcript (ACP models, mode, plan). */
+export interface SessionPublications {
+  currentModelId?: string | null
+  availableModels?: { id: string; name: string }[]
+  currentModeId?: string | null
+  plan?: { content: string; priority: string; status: string }[]
+}
+
+/**
+ * Records what the agent published. No source event: none of it is an input of the task summary,
+ * so no projection runs and no activity time moves (the session's stream tells its followers).
+ */
+export async function setSessionPublications(store: Store, sessionId: string, changes: SessionPublications): Promise<void> {
+  await fenced(store, `session ${sessionId}`, () =>
+    store.db.session.update({
+      where: { id: sessionId, ...stillOwned(store) },
+      data: {
+        ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
+        ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
+        ...(changes.currentModeId !== undefined && { currentModeId: changes.currentModeId }),
+        ...(changes.plan !== undefined && { plan: JSON.stringify(changes.plan) }),
+      },
+      select: { id: true },
+    }),
+  )
 }
 
 export async function updateSession(store: Store, sessionId: string, changes: SessionChanges) {
@@ -161,6 +189,7 @@ export async function updateSession(store: Store, sessionId: string, changes: Se
       ...(changes.acpSessionId !== undefined && { acpSessionId: changes.acpSessionId }),
       ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
       ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
+      ...(changes.currentModeId !== undefined && { currentModeId: changes.currentModeId }),
       updatedAt: store.now(),
     },
   }))

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { throttledInput, HANDOFF_CAPACITY, type AgentInput } from '../../src/agents/agent-process.ts'
+import { HANDOFF_CAPACITY, type AgentInput } from '../../src/agents/agent-process.ts'
+import { throttledInput } from '../../src/agents/throttled-input.ts'
 import { BoundedHandoff } from '../../src/agents/bounded-handoff.ts'
 
 describe("an agent's stdout as the SDK reads it", () => {

@@ -278,7 +278,7 @@ describe('sessions with the real mock agent (sqlite)', () => {
     const unknown = await http(server.graphqlUrl, token, StartSessionDocument, { input: { taskId: other, agentProfile: 'nope' } })
     expect(unknown.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', launchError: { category: 'unknown_agent_profile' } })
     const broken = await http(server.graphqlUrl, token, StartSessionDocument, { input: { taskId: other, agentProfile: 'broken' } })
-    expect(broken.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', launchError: { category: 'agent_command_not_found' } })
+    expect(broken.errors?.[0]?.extensions).toMatchObject({ code: 'CONFLICT', launchError: { category: 'agent_command_not_found' } })
     expect((await summary(other)).activeError?.category).toBe('agent_command_not_found')
     // A successful launch clears the task-owned launch error.
     await start(other)

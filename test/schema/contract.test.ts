@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { buildSchema, findBreakingChanges, findDangerousChanges, DangerousChangeType } from 'graphql'
+import { buildSchema, extendSchema, findBreakingChanges, findDangerousChanges, parse, DangerousChangeType, type GraphQLSchema } from 'graphql'
 import { describe, expect, it } from 'vitest'
 import { printedSchema } from '../../src/schema/schema.ts'
 
@@ -10,6 +10,15 @@ const committed = readFileSync(new URL('../../schema.graphql', import.meta.url),
 // not in a user's clone: the check runs wherever it exists and is required under CI.
 const contractPath = process.env.CONTRACT_SCHEMA ?? fileURLToPath(new URL('../../../shared/contract/schema.graphql', import.meta.url))
 const contract = existsSync(contractPath) ? readFileSync(contractPath, 'utf8') : undefined
+// The additions beside it (next.graphql, v1.4: real agents) are built: from here on they are required too.
+const nextPath = contractPath.replace(/schema\.graphql$/, 'next.graphql')
+const additions = existsSync(nextPath) ? readFileSync(nextPath, 'utf8') : undefined
+
+/** The contract in force: schema.graphql with next.graphql's types added and each `extend type` merged into its type. */
+function contractSchema(): GraphQLSchema {
+  const base = buildSchema(contract!)
+  return additions ? extendSchema(base, parse(additions)) : base
+}
 const requireContract = process.env.CI === 'true'
 
 /** Additions are allowed by the contract ("add freely"); a changed default changes meaning. */
@@ -36,13 +45,19 @@ describe('schema.graphql against the public contract', () => {
     expect(contract, `${contractPath} must exist under CI`).toBeDefined()
   })
 
+  it.runIf(additions !== undefined)('builds the v1.4 additions of next.graphql (permission options, tool-call detail, plan, mode)', () => {
+    const merged = contractSchema()
+    for (const [type, field] of [['Message', 'permissionOptions'], ['Message', 'toolCall'], ['Session', 'plan'], ['Session', 'currentModeId']] as const)
+      expect(Object.keys((merged.getType(type) as { getFields(): object }).getFields()), `${type}.${field} in the merged contract`).toContain(field)
+  })
+
   it.runIf(contract !== undefined)('has no breaking change: every contract type, field and argument exists', () => {
-    const changes = findBreakingChanges(buildSchema(contract!), buildSchema(committed)).map((c) => `${c.type}: ${c.description}`)
+    const changes = findBreakingChanges(contractSchema(), buildSchema(committed)).map((c) => `${c.type}: ${c.description}`)
     expect(changes, 'breaks the contract').toEqual([])
   })
 
   it.runIf(contract !== undefined)('has no dangerous change against the contract other than additions', () => {
-    const changes = findDangerousChanges(buildSchema(contract!), buildSchema(committed))
+    const changes = findDangerousChanges(contractSchema(), buildSchema(committed))
     expect(changes.filter((c) => !ALLOWED_DANGEROUS.includes(c.type)).map((c) => c.description)).toEqual([])
   })
 })

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Readable } from 'node:stream'
-import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext } from '@agentclientprotocol/sdk'
+import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type AgentContext, type PermissionOption, type RequestPermissionResponse, type SessionNotification } from '@agentclientprotocol/sdk'
 import {
   CLARIFY_METHOD,
   SUBAGENT_METHOD,
@@ -17,22 +17,31 @@ import {
 } from '../extensions.ts'
 import { batchedOutput, chunkLines } from './batched-output.ts'
 import { takeScript } from './script-drop.ts'
+import { history, remember, replayAfterAnswer } from './session-history.ts'
 
 /** `ms`: a pause between two chunks of a say / think (text arriving as it is written), or while a tool call runs. */
 type Step =
   | { say: string; chunks?: number; ms?: number }
   | { think: string; chunks?: number; ms?: number }
   | { stream: { kind: 'reasoning' | 'message'; count: number } }
-  | { tool: { title: string; kind?: string; status?: 'completed' | 'failed'; ms?: number } }
-  | { permission: { title: string; wait?: boolean } }
+  /** `detail` / `updateDetail`: extra ACP fields (content with diffs, locations, rawInput) of the tool_call and of its final tool_call_update. */
+  | { tool: { title: string; kind?: string; status?: 'completed' | 'failed'; ms?: number; detail?: Record<string, unknown>; updateDetail?: Record<string, unknown> } }
+  /** `options` and `toolCall` (extra ACP tool call fields: kind, content, locations, rawInput) as a real agent sends them; default options allow / reject. */
+  /** `echo`: the agent then says which outcome it received (`permission outcome: <optionId | cancelled>`). */
+  | { permission: { title: string; wait?: boolean; options?: PermissionOption[]; toolCall?: Record<string, unknown>; echo?: boolean } }
   | { clarify: { question: string; wait?: boolean } }
   /** With `ms` it finishes on its own; with `id` it runs until a later `finishSubagent` step names it. */
   | { subagent: { title: string; ms?: number; id?: string } }
   | { finishSubagent: string }
   | { models: { current: string; available: string[] } }
   | { write: { path: string; content: string } }
+  /** ACP `plan` (the whole plan) and `current_mode_update`, as real agents publish them. */
+  | { plan: { content: string; priority: 'high' | 'medium' | 'low'; status: 'pending' | 'in_progress' | 'completed' }[] }
+  | { mode: string }
   | { sleep: number }
   | { error: { code: string; message: string } }
+  /** A JSON-RPC error as real agents answer a prompt the model provider refused (no data.code of this product). */
+  | { rpcError: { code: number; message: string; data?: unknown } }
   | { crash: number }
 
 let promptsReceived = 0
@@ -64,6 +73,12 @@ function parseScript(text: string): Step[] | undefined {
   }
 }
 
+/** Sends a session update and remembers it, for a later session/load to replay. */
+function update(client: AgentContext, notification: SessionNotification): Promise<void> {
+  remember(notification)
+  return client.notify('session/update', notification)
+}
+
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 async function chunks(client: AgentContext, sessionId: string, kind: 'agent_message_chunk' | 'agent_thought_chunk', parts: string[], ms = 0) {
@@ -73,7 +88,7 @@ async function chunks(client: AgentContext, sessionId: string, kind: 'agent_mess
       await pause(ms)
       if (cancelled.has(sessionId)) return
     }
-    await client.notify('session/update', {
+    await update(client, {
       sessionId,
       update: { sessionUpdate: kind, messageId, content: { type: 'text', text } },
     })
@@ -100,28 +115,35 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
   }
   if ('tool' in step) {
     const toolCallId = randomUUID()
-    await client.notify('session/update', {
+    await update(client, {
       sessionId,
-      update: { sessionUpdate: 'tool_call', toolCallId, title: step.tool.title, kind: (step.tool.kind ?? 'other') as 'other', status: 'in_progress' },
+      update: { ...step.tool.detail, sessionUpdate: 'tool_call', toolCallId, title: step.tool.title, kind: (step.tool.kind ?? 'other') as 'other', status: 'in_progress' },
     })
     if (step.tool.ms) await pause(step.tool.ms)
-    await client.notify('session/update', {
+    await update(client, {
       sessionId,
-      update: { sessionUpdate: 'tool_call_update', toolCallId, status: step.tool.status ?? 'completed' },
+      update: { ...step.tool.updateDetail, sessionUpdate: 'tool_call_update', toolCallId, status: step.tool.status ?? 'completed' },
     })
     return
   }
   if ('permission' in step) {
     const answered = client.request('session/request_permission', {
       sessionId,
-      toolCall: { toolCallId: randomUUID(), title: step.permission.title },
-      options: [
+      toolCall: { ...step.permission.toolCall, toolCallId: randomUUID(), title: step.permission.title },
+      options: step.permission.options ?? [
         { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
         { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
       ],
     })
-    if (step.permission.wait === false) waits.push(answered)
-    else await answered
+    const echoed = step.permission.echo
+      ? answered.then((response) => {
+          const outcome = (response as RequestPermissionResponse).outcome
+          const said = outcome.outcome === 'selected' ? outcome.optionId : 'cancelled'
+          return chunks(client, sessionId, 'agent_message_chunk', [`permission outcome: ${said}`])
+        })
+      : answered
+    if (step.permission.wait === false) waits.push(echoed)
+    else await echoed
     return
   }
   if ('clarify' in step) {
@@ -146,7 +168,7 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
     return finish?.()
   }
   if ('models' in step)
-    return client.notify('session/update', {
+    return update(client, {
       sessionId,
       update: {
         sessionUpdate: 'config_option_update',
@@ -169,7 +191,10 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
     return
   }
   if ('sleep' in step) return pause(step.sleep)
+  if ('plan' in step) return update(client, { sessionId, update: { sessionUpdate: 'plan', entries: step.plan } })
+  if ('mode' in step) return update(client, { sessionId, update: { sessionUpdate: 'current_mode_update', currentModeId: step.mode } })
   if ('error' in step) throw new RequestError(-32000, step.error.message, { code: step.error.code } satisfies SessionErrorData)
+  if ('rpcError' in step) throw new RequestError(step.rpcError.code, step.rpcError.message, step.rpcError.data)
   if ('crash' in step) {
     // What the agent wrote before crashing reaches the server, as it would from an unbuffered agent.
     output.flush()
@@ -177,14 +202,37 @@ async function runStep(client: AgentContext, sessionId: string, step: Step, wait
   }
 }
 
+/**
+ * MOCK_AGENT_AUTH_ENV names a variable the mock signs in with, as Codex does with OPENAI_API_KEY:
+ * it offers an `env_var` auth method and refuses session/new until the client authenticated with it.
+ */
+const authVariable = process.env.MOCK_AGENT_AUTH_ENV
+let authenticated = !authVariable
+
 const app = agent({ name: 'tss-mock-agent' })
   .onRequest('initialize', () => ({
     protocolVersion: PROTOCOL_VERSION,
     agentCapabilities: { loadSession: true },
     agentInfo: { name: 'tss-mock-agent', version: '1.0.0' },
+    authMethods: authVariable ? [{ type: 'env_var', id: 'mock-api-key', name: 'API key', vars: [{ name: authVariable }] }] : [],
   }))
-  .onRequest('session/new', () => ({ sessionId: randomUUID() }))
-  .onRequest('session/load', () => undefined)
+  .onRequest('authenticate', ({ params }) => {
+    if (params.methodId !== 'mock-api-key' || !authVariable || !process.env[authVariable]) throw RequestError.invalidParams(undefined, 'unknown auth method or no key')
+    authenticated = true
+    return {}
+  })
+  .onRequest('session/new', () => {
+    if (!authenticated) throw RequestError.authRequired()
+    return { sessionId: randomUUID() }
+  })
+  .onRequest('session/load', async ({ params, client }) => {
+    const replay = async () => {
+      for (const notification of history(params.sessionId)) await client.notify('session/update', notification)
+    }
+    if (!replayAfterAnswer()) await replay()
+    else setImmediate(() => void replay().catch(() => undefined))
+    return {}
+  })
   .onNotification('session/cancel', ({ params }) => {
     cancelled.add(params.sessionId)
   })
@@ -192,6 +240,7 @@ const app = agent({ name: 'tss-mock-agent' })
     promptsReceived++
     cancelled.delete(params.sessionId)
     const text = promptText(params.prompt as { type: string; text?: string }[])
+    remember({ sessionId: params.sessionId, update: { sessionUpdate: 'user_message_chunk', content: { type: 'text', text } } })
     const script = (takeScript(process.env, text) as Step[] | undefined) ?? parseScript(text)
     if (!script) {
       const reply = text.trim() === 'count' ? `prompts received: ${promptsReceived}` : `echo: ${text}`
