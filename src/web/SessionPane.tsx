@@ -1,9 +1,11 @@
 import { useEffect, useRef, useState } from 'react'
 import type { Message, SendResult, TaskClient, TaskRow } from '@task-status/client'
 import { useSendMessage, useSession } from '@task-status/client/react'
+import { PendingRequest } from './PendingRequest.tsx'
 import { SessionControls } from './SessionControls.tsx'
+import { SessionPlan } from './SessionPlan.tsx'
 import { StartSessionForm } from './StartSessionForm.tsx'
-import { useAction } from './use-action.ts'
+import { ToolCallDetails } from './ToolCallView.tsx'
 
 /** The selected task's session (its primary, or one picked or started here): its live transcript, what it waits for, and a message box. */
 export function SessionPane(props: { client: TaskClient; task: TaskRow | null }) {
@@ -48,6 +50,7 @@ function SessionView(props: { client: TaskClient; taskId: string; sessionId: str
 
   return (
     <>
+      <SessionPlan session={view?.session ?? null} />
       <div className="transcript" ref={transcript} data-session-id={sessionId} aria-live="polite">
         {!view?.joined && <p className="muted">Loading the session…</p>}
         {messages.map((m) => (
@@ -67,48 +70,12 @@ function MessageView({ message }: { message: Message }) {
   return (
     <div className={`message ${message.author.toLowerCase()} ${kind}`} data-message-id={message.id} data-kind={message.kind} data-status={message.status ?? ''}>
       <span className="who">{message.kind === 'MESSAGE' ? message.author.toLowerCase() : kind}</span>
-      <span className="content">{message.content}</span>
+      <div className="content">
+        {message.content}
+        {message.toolCall && <ToolCallDetails detail={message.toolCall} />}
+      </div>
       {message.status && message.kind !== 'MESSAGE' && <span className="status">{message.status.toLowerCase().replaceAll('_', ' ')}</span>}
     </div>
-  )
-}
-
-function PendingRequest(props: { client: TaskClient; sessionId: string; message: Message }) {
-  const { client, sessionId, message } = props
-  const [answer, setAnswer] = useState('')
-  const { busy, error, run } = useAction()
-  const pendingId = message.pendingId
-  if (!pendingId) return null
-  const act = (work: () => Promise<void>) => void run(work)
-  if (message.kind === 'PERMISSION_REQUEST')
-    return (
-      <div className="pending permission" data-pending-id={pendingId}>
-        <span className="pending-title">Permission: {message.content}</span>
-        <button type="button" disabled={busy} onClick={() => act(() => client.respondToPermission(sessionId, pendingId, 'allow'))}>
-          Allow
-        </button>
-        <button type="button" disabled={busy} className="secondary" onClick={() => act(() => client.respondToPermission(sessionId, pendingId, 'reject'))}>
-          Reject
-        </button>
-        {error && <span className="error-text">{error.message}</span>}
-      </div>
-    )
-  return (
-    <form
-      className="pending clarification"
-      data-pending-id={pendingId}
-      onSubmit={(e) => {
-        e.preventDefault()
-        if (answer.trim()) act(() => client.answerClarification(sessionId, pendingId, answer.trim()))
-      }}
-    >
-      <span className="pending-title">Question: {message.content}</span>
-      <input value={answer} onChange={(e) => setAnswer(e.target.value)} placeholder="Your answer" aria-label="Answer" />
-      <button type="submit" disabled={busy || !answer.trim()}>
-        Answer
-      </button>
-      {error && <span className="error-text">{error.message}</span>}
-    </form>
   )
 }
 

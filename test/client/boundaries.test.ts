@@ -43,7 +43,8 @@ describe('what the client half may import', () => {
     for (const file of sources(web))
       for (const spec of specifiers(file)) {
         if (spec.startsWith('.')) expect(path.resolve(path.dirname(file), spec).startsWith(web + path.sep), `${file}: ${spec}`).toBe(true)
-        else expect(['react', 'react-dom/client', 'zustand', '@task-status/client', '@task-status/client/react'], `${file}: ${spec}`).toContain(spec)
+        // diff (jsdiff): the page's unified view of an agent's proposed edit.
+        else expect(['react', 'react-dom/client', 'zustand', 'diff', '@task-status/client', '@task-status/client/react'], `${file}: ${spec}`).toContain(spec)
       }
   })
 })

@@ -252,6 +252,8 @@ export function message(id: string, sessionId: string, version: number, content 
     version,
     createdAt: '2026-01-01T00:00:00.000Z',
     updatedAt: '2026-01-01T00:00:00.000Z',
+    permissionOptions: [],
+    toolCall: null,
     ...extra,
   }
 }
@@ -268,6 +270,8 @@ export function sessionInfo(id: string, extra: Partial<SessionInfo> = {}): Sessi
     error: null,
     models: { currentModelId: null, available: [] },
     git: [],
+    plan: [],
+    currentModeId: null,
     ...extra,
   }
 }
@@ -305,9 +309,9 @@ export const sessionEvent = {
     sessionEvents: { __typename: 'SessionJoined', sessionId, snapshot: messages ? { session, messages } : null },
   }),
   added: (m: Message) => ({ sessionEvents: { __typename: 'MessageAdded', message: m } }),
-  /** A MessageUpdated as the SDK selects it: the message without its content, and the append (null: a gap). */
+  /** A MessageUpdated as the SDK selects it (StreamedMessageFields): the message without its content, options and tool call detail, and the append (null: a gap). */
   updated: (m: Message, append: MessageAppend | null = null) => {
-    const { content: _content, ...message } = m
+    const { content: _content, permissionOptions: _options, toolCall: _toolCall, ...message } = m
     return { sessionEvents: { __typename: 'MessageUpdated', message, append } }
   },
   deleted: (sessionId: string, messageId: string) => ({ sessionEvents: { __typename: 'MessageDeleted', sessionId, messageId } }),

@@ -22,7 +22,7 @@ function twoSessions(): SessionsState {
 
 /** A MessageUpdated of `m` (its other fields at `version`) appending `text` at `offset`; null `text`: a null append. */
 function update(id: string, sessionId: string, version: number, offset: number, text: string | null, extra: Partial<Message> = {}): MessageUpdate {
-  const { content: _content, ...fields } = message(id, sessionId, version, '', extra)
+  const { content: _content, permissionOptions: _options, toolCall: _toolCall, ...fields } = message(id, sessionId, version, '', extra)
   return { message: fields, append: text === null ? null : { offset, text } }
 }
 

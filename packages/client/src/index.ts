@@ -6,6 +6,7 @@
 export { createTaskClient, SEND_ROUNDS, type TaskClient, type TaskClientOptions } from './task-client.js'
 export { TaskClientError } from './errors.js'
 export { compareTasks, sortTasks, TASK_ORDERS, type TaskOrder } from './task-order.js'
+export { isRejectOption, toolCallCommand } from './tool-call.js'
 export type { WsClient, WsClientFactory } from './transport.js'
 export type { AgentProfile, CreatedTask, IssuedToken, NewTask, NewTaskRepository, User, WorkspaceAdmin, WorkspaceMembers } from './workspace-admin.js'
 export type {
@@ -14,6 +15,8 @@ export type {
   Message,
   MessageAppend,
   MessageUpdate,
+  PermissionOption,
+  PlanEntry,
   SendResult,
   SessionEntry,
   SessionInfo,
@@ -22,6 +25,9 @@ export type {
   StreamedMessage,
   SummaryState,
   TaskRow,
+  ToolCallDetail,
+  ToolCallDiff,
+  ToolCallLocation,
   Viewer,
 } from './types.js'
 export type {
@@ -29,6 +35,9 @@ export type {
   MessageAuthor,
   MessageKind,
   PendingAction,
+  PermissionOptionKind,
+  PlanEntryPriority,
+  PlanEntryStatus,
   PullRequestAggregateState,
   RecoveryAction,
   SessionState,

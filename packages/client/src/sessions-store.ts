@@ -153,8 +153,10 @@ export function applyMessageUpdates(state: SessionsState, updates: readonly Mess
       }
       if (outcome !== 'applied') continue
       // The other fields are the frame's when it is not older than the copy (a read may be newer).
+      // What a frame does not carry (permissionOptions, toolCall) stays the copy's: text is
+      // appended only to messages that have neither, and their changes come as a null append.
       const fields = message.version >= held!.version ? message : held!
-      entry.messages[message.id] = { ...fields, content: held!.content + update.append!.text, version: Math.max(held!.version, message.version) } as Draft<Message>
+      entry.messages[message.id] = { ...held!, ...fields, content: held!.content + update.append!.text, version: Math.max(held!.version, message.version) } as Draft<Message>
     }
   })
   return { state: next, gaps: [...gaps.values()] }

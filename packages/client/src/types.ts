@@ -2,10 +2,13 @@ import type {
   ClientSessionEventsSubscription,
   ClientViewerQuery,
   ClientWorkspaceEventsSubscription,
+  PermissionOptionFieldsFragment,
+  PlanEntryFieldsFragment,
   SessionFieldsFragment,
   StatusSummaryFieldsFragment,
   StreamedMessageFieldsFragment,
   TaskRowFieldsFragment,
+  ToolCallDetailFieldsFragment,
   TranscriptMessageFieldsFragment,
 } from './generated/graphql.js'
 
@@ -18,8 +21,22 @@ export type TaskRow = Pick<TaskRowFieldsFragment, 'id' | 'title' | 'workflowStep
 /** A transcript entry of a session (the whole message: `content` is always complete). */
 export type Message = TranscriptMessageFieldsFragment
 
-/** A message as a MessageUpdated carries it: every field but `content`. */
+/**
+ * A message as a MessageUpdated carries it: every field but `content`, `permissionOptions` and
+ * `toolCall` (those change with a null append, and the SDK then reads the message whole).
+ */
 export type StreamedMessage = StreamedMessageFieldsFragment
+
+/** (v1.4) One option of a PERMISSION_REQUEST (`Message.permissionOptions`, the agent's order): pass its `id` to respondToPermission. */
+export type PermissionOption = PermissionOptionFieldsFragment
+
+/** (v1.4) What a TOOL_CALL does, or what a PERMISSION_REQUEST asks to allow (`Message.toolCall`). `rawInput` is JSON text (not JSON once `truncated`). */
+export type ToolCallDetail = ToolCallDetailFieldsFragment
+export type ToolCallDiff = ToolCallDetail['diffs'][number]
+export type ToolCallLocation = ToolCallDetail['locations'][number]
+
+/** (v1.4) One entry of the agent's plan (`SessionInfo.plan`, replaced whole on each SessionStateChanged). */
+export type PlanEntry = PlanEntryFieldsFragment
 
 /** Text a MessageUpdated appended at `offset` (UTF-16 code units), at most 16 KiB of it per frame. */
 export interface MessageAppend {
@@ -40,7 +57,7 @@ export interface MessageGap {
   version: number
 }
 
-/** What the detail pane shows about a session (state, error, models, Git). */
+/** What the detail pane shows about a session (state, error, models, Git, and since v1.4 the plan and `currentModeId`). */
 export type SessionInfo = SessionFieldsFragment
 
 export type Viewer = ClientViewerQuery['viewer']
