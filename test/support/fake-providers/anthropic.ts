@@ -423,12 +423,21 @@ export function splitText(text: string, sizes: number | number[] = 16): string[]
   return pieces
 }
 
-/** Writes one SSE event; waits for 'drain' so a 1 MB answer does not pile up in memory. */
+/**
+ * Writes one SSE event; when the write is refused, waits until the response has flushed, so a
+ * 1 MB answer does not pile up in memory. 'drain' alone is not enough: under Node 24.22 it was seen
+ * lost (writableNeedDrain still true, nothing buffered on the response or its socket, no 'drain'
+ * ever: nodejs/node#62936, cf. #64680), which left a 1 MiB answer stuck at ~75–95 % until the CLI
+ * gave up. So the wait also ends once nothing is left to flush, checked every 20 ms.
+ */
 async function writeEvent(res: ServerResponse, data: { type: string } & Record<string, unknown>): Promise<boolean> {
   if (res.destroyed || res.writableEnded) return false
   if (!res.write(`event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`)) {
     await new Promise<void>((resolve) => {
+      const flushed = () => res.writableLength === 0 && (res.socket?.writableLength ?? 0) === 0
+      const watch = setInterval(() => flushed() && done(), 20)
       const done = () => {
+        clearInterval(watch)
         res.off('drain', done)
         res.off('close', done)
         resolve()
