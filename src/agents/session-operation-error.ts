@@ -2,6 +2,7 @@
 // prompt whose client id was used before, shared by the layer that checks a prompt's
 // preconditions (SessionCommands) and the one that accepts it (SessionService).
 import type { MessageRow } from '../store/rows.ts'
+import { echoed } from '../errors.ts'
 
 /** A failure the client caused or can fix; `code` becomes extensions.code. */
 export class SessionOperationError extends Error {
@@ -23,7 +24,7 @@ export interface PromptInput {
 
 /** The session is not one of the task (or no longer exists). */
 export function notASessionOfTask(input: Pick<PromptInput, 'taskId' | 'sessionId'>): SessionOperationError {
-  return new SessionOperationError('NOT_FOUND', `Session ${input.sessionId} is not a session of task ${input.taskId}.`)
+  return new SessionOperationError('NOT_FOUND', `Session ${echoed(input.sessionId)} is not a session of task ${echoed(input.taskId)}.`)
 }
 
 /**
@@ -32,6 +33,6 @@ export function notASessionOfTask(input: Pick<PromptInput, 'taskId' | 'sessionId
  */
 export function replayOf(message: MessageRow, input: Pick<PromptInput, 'taskId' | 'clientMessageId'>) {
   if (message.taskId !== input.taskId)
-    throw new SessionOperationError('CONFLICT', `clientMessageId ${input.clientMessageId} is already used in another task.`)
+    throw new SessionOperationError('CONFLICT', `clientMessageId ${echoed(input.clientMessageId)} is already used in another task.`)
   return { message, replayed: true }
 }

@@ -204,7 +204,7 @@ export class SessionService {
   async respond(sessionId: string, pendingId: string, kind: 'PERMISSION_REQUEST' | 'CLARIFICATION', answer: { optionId?: string; text?: string }) {
     const { store } = this.deps
     const request = await findPendingRequest(store, sessionId, pendingId)
-    if (!request || request.kind !== kind) throw new SessionOperationError('NOT_FOUND', `No ${kind === 'CLARIFICATION' ? 'clarification' : 'permission request'} ${pendingId} in session ${sessionId}.`)
+    if (!request || request.kind !== kind) throw new SessionOperationError('NOT_FOUND', `No ${kind === 'CLARIFICATION' ? 'clarification' : 'permission request'} ${echoed(pendingId)} in session ${sessionId}.`)
     if (request.status !== 'PENDING') throw new SessionOperationError('CONFLICT', `Request ${pendingId} is already ${request.status}.`)
     // A permission is answered with one of the agent's own options, passed on as chosen ("always" included).
     const option = kind === 'PERMISSION_REQUEST' ? chosenOption(request.metadata, answer.optionId) : undefined
