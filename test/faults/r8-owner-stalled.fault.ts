@@ -31,7 +31,7 @@ describe('R8: the owner instance stalled (SIGSTOP) for twice its lease, then con
     await eventually(async () => (await Promise.all(sessionIds.map((id) => session(survivor, id)))).every(streaming), 30_000)
     expect(owner.agents()).toBe(SESSIONS)
 
-    const census = startAgentCensus(100)
+    const census = startAgentCensus(sessionIds, 100)
     const stoppedAt = Date.now()
     owner.signal('SIGSTOP')
     try {

@@ -33,12 +33,17 @@ export interface CensusReport {
   maxPerSession: Map<string, number>
 }
 
-/** Takes a census every `intervalMs` until stopped. */
-export function startAgentCensus(intervalMs = 100) {
+/**
+ * Takes a census every `intervalMs` until stopped, of the agents of `sessionIds` only: the
+ * sessions the test started, so agents of other runs on a shared machine are never counted.
+ */
+export function startAgentCensus(sessionIds: readonly string[], intervalMs = 100) {
+  const ours = new Set(sessionIds)
   const report: CensusReport = { samples: 0, doubles: [], maxPerSession: new Map() }
   const take = () => {
     report.samples++
     for (const [sessionId, pids] of agentsBySession()) {
+      if (!ours.has(sessionId)) continue
       report.maxPerSession.set(sessionId, Math.max(report.maxPerSession.get(sessionId) ?? 0, pids.length))
       if (pids.length > 1) report.doubles.push({ at: Date.now(), sessionId, pids })
     }
