@@ -7,6 +7,7 @@ import { OwnershipLostError, type Store } from './store.ts'
 import { emit, emitFor } from './events.ts'
 import { fenced, stillOwned } from './fencing.ts'
 import { touchActivity } from './tasks.ts'
+import { NO_INTERRUPTION } from './sessions.ts'
 import type { InterruptionReason } from '../summary/types.ts'
 
 /** Final status of a streamed message or tool call whose turn was cut off before the agent finished it. */
@@ -222,7 +223,12 @@ export async function markPromptDispatched(store: Store, turnId: string) {
     if (store.owner) throw new OwnershipLostError(`turn ${turnId}`)
     throw new Error(`Turn ${turnId} does not exist.`)
   }
-  if (!turn.lifecycleOnly) await touchActivity(store, turn.taskId, turn.startedAt)
+  if (!turn.lifecycleOnly) {
+    await touchActivity(store, turn.taskId, turn.startedAt)
+    // The session's newest dispatched turn is no longer the one the server cut off (MAPPING
+    // "interruption"): also a prompt queued before the cut and dispatched after it answers it.
+    await store.db.session.updateMany({ where: { id: turn.sessionId, interruption: { not: null } }, data: NO_INTERRUPTION })
+  }
   await emit(store, 'turn.changed', turn.taskId, turn.sessionId)
   return turn
 }

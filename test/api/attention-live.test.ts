@@ -1,6 +1,7 @@
 // The attention fields with the real mock agent behind a listening server: a prompt sent while a
 // turn waits on a permission is queued (stored, counted, dispatched once the turn ends), and a
-// restart that cuts a turn off leaves an interruption until the user prompts or resumes.
+// restart that cuts a turn off leaves an interruption until the next turn is dispatched (a queued
+// prompt too) or the user resumes.
 import { afterEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../support/databases.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
@@ -102,7 +103,7 @@ describe.each(PROVIDERS)('queuedPromptCount with the mock agent (%s)', (provider
 })
 
 describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
-  it('a turn cut off by the restart shows SERVER_RESTART until the next prompt, while the prompt queued behind it runs once', { timeout: 90_000 }, async () => {
+  it('a turn cut off by the restart: the prompt queued behind it runs once, and its dispatch answers the interruption', { timeout: 90_000 }, async () => {
     const first = await started(provider)
     const { token, taskId, sessionId, summary } = await waitingTask(first)
     const queued = { taskId, sessionId, clientMessageId: 'queued', content: 'count' }
@@ -123,27 +124,21 @@ describe.each(PROVIDERS)('interruption after a restart (%s)', (provider) => {
     ])
     const reply = await second.store.db.message.findFirstOrThrow({ where: { turnId: turns[1]!.id, author: 'AGENT', content: { startsWith: 'prompts received' } } })
     expect(reply.content).toBe('prompts received: 1')
-    // The queued prompt was the user's before the cut, not an answer to it: the mark stays.
-    const cut = await after()
-    expect(cut).toMatchObject({
+    // The queued prompt went out after the cut: the session's newest dispatched turn is not the cut
+    // one, so the mark is gone (MAPPING "interruption"; test/recovery/queued-prompts.test.ts sees it
+    // set by the recovery and cleared by that dispatch, step by step).
+    const answered = await after()
+    expect(answered).toMatchObject({
       primarySession: { id: sessionId, state: 'WAITING_FOR_INPUT' },
-      interruption: { sessionId, reason: 'SERVER_RESTART', at: turns[0]!.completedAt!.toISOString() },
+      interruption: null,
       queuedPromptCount: 0,
       pendingAction: null,
       waitingSince: null,
     })
-    // A retry of the queued prompt is a replay: nothing is sent again and the mark stays.
+    // A retry of the queued prompt is a replay: nothing is sent again, nothing moves.
     expect((await ok(second.graphqlUrl, token, AddMessageDocument, { input: queued })).addMessage.replayed).toBe(true)
     await second.projector.idle()
-    expect((await after()).interruption).toMatchObject({ reason: 'SERVER_RESTART' })
-
-    // The user's next prompt answers the cut: the interruption clears.
-    await ok(second.graphqlUrl, token, AddMessageDocument, { input: { taskId, sessionId, clientMessageId: 'after', content: 'hello again' } })
-    await sessionSettled(second, sessionId)
-    await second.projector.idle()
-    const cleared = await after()
-    expect(cleared.interruption).toBeNull()
-    expect(cleared.revision).toBeGreaterThan(cut.revision)
+    expect(await after()).toMatchObject({ interruption: null, revision: answered.revision })
   })
 
   it('resumeSession clears it, and deleteSession of the primary session hands it to the next primary', { timeout: 90_000 }, async () => {

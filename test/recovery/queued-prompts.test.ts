@@ -105,6 +105,19 @@ describe.each(PROVIDERS)('queued prompts through recovery (%s)', (provider) => {
     expect(await openTurns(running.sessionId)).toBe(3)
   })
 
+  it('a prompt queued before the cut and dispatched after it answers the interruption (MAPPING: the newest dispatched turn is no longer the cut one)', async () => {
+    const s = await midTurnWithQueue('RUNNING', ['next'])
+    const options = { store: w.store, logger, pubsub: w.pubsub, resumableProfiles: new Set(['mock']), dispatchQueued: () => undefined }
+    const at = w.clock.advance(60_000)
+    await recoverSessions(options, [{ id: s.sessionId, agentProfile: 'mock' }], 'SERVER_RESTART')
+    expect((await w.summary(s.taskId)).payload.interruption).toEqual({ sessionId: s.sessionId, reason: 'SERVER_RESTART', at: at.toISOString() })
+    // A relaunch (a lifecycle-only turn) answers nothing; the queued prompt going out does.
+    w.clock.advance(10)
+    await markPromptDispatched(w.store, s.queued[0]!.id)
+    expect((await w.summary(s.taskId)).payload.interruption).toBeNull()
+    expect(await summaryDrift(w.store, [s.taskId])).toEqual([])
+  })
+
   it('a queued prompt is claimed for dispatch once: a second claim (another runtime, a later owner) gets nothing, a stale owner is refused', async () => {
     const s = await midTurnWithQueue('RUNNING', ['one'])
     await closeTurn(w.store, s.inFlight.id, { stopReason: 'end_turn', interrupted: false })
