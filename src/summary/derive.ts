@@ -18,8 +18,8 @@ function primaryOf(sessions: SessionObservation[]): SessionObservation | undefin
 
 /**
  * The primary session's mark of a turn the server cut off (restart, takeover), as the session
- * row holds it: the user's next prompt or resumeSession clears it there, and another primary
- * session (the deleted one's successor) carries its own.
+ * row holds it: the next dispatched turn (a queued prompt too) or resumeSession clears it there,
+ * and another primary session (the deleted one's successor) carries its own.
  */
 function interruption(primary: SessionObservation | undefined): SummaryPayload['interruption'] {
   const cut = primary?.interruption

@@ -109,9 +109,9 @@ describe('queuedPromptCount: prompts accepted behind an open turn, not yet dispa
 })
 
 describe('interruption: the primary session’s mark of a turn the server cut off', () => {
-  // The mark is set by recovery and takeover and cleared by the user's next prompt or
-  // resumeSession in the store (test/api/attention-live.test.ts); derivation only carries the
-  // primary session's mark, whatever its turns did after the cut.
+  // The mark is set by recovery and takeover and cleared in the store by the next dispatched turn
+  // (a queued prompt too) or resumeSession (test/recovery/queued-prompts.test.ts,
+  // test/api/attention-live.test.ts); derivation only carries the primary session's mark.
   const cut = (reason: 'SERVER_RESTART' | 'OWNER_LOST', minutes: number) => ({ reason, at: at(minutes) })
   it.each<{ name: string; sessions: SessionObservation[]; interruption: SummaryPayload['interruption'] }>([
     { name: 'no sessions → null', sessions: [], interruption: null },
@@ -126,7 +126,7 @@ describe('interruption: the primary session’s mark of a turn the server cut of
       interruption: { sessionId: 'p', reason: 'OWNER_LOST', at: iso(5) },
     },
     {
-      name: 'a queued prompt running after the cut keeps the mark (it was accepted before the cut)',
+      name: 'a marked primary session carries its mark whatever its turns say (the store clears it at the next dispatch)',
       sessions: [
         session({
           id: 'p',
