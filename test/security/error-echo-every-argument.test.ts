@@ -24,7 +24,7 @@ import { getSchema } from '../../src/schema/schema.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { wsClient } from '../support/client.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
-import { echoesMoreThan, postOperation, socketOperation, type Answer, type Operation } from './harness.ts'
+import { echoesMoreThan, postOperation, socketOperation, taskWithSession, type Answer, type Operation } from './harness.ts'
 
 const MB = 1024 * 1024
 const SENT = 'Qz7'.repeat(Math.ceil(MB / 3)).slice(0, MB)
@@ -116,17 +116,12 @@ describe('no error repeats more than 64 characters of a 1 MB value in any String
     server = await startTestServer('sqlite', { env: { RATE_LIMIT_MUTATIONS: '0', RATE_LIMIT_SUBSCRIPTIONS: '0' } })
     const user = await userWithWorkspace(server, 'every-argument')
     member = user.token
-    const task = await postOperation(server, member, {
-      query: 'mutation ($input: CreateTaskInput!) { createTask(input: $input) { id } }',
-      variables: { input: { workspaceId: user.workspaceId, title: 'Echo' } },
-    })
-    const taskId = (task.data!.createTask as { id: string }).id
-    const session = await postOperation(server, member, { query: 'mutation ($input: StartSessionInput!) { startSession(input: $input) { id } }', variables: { input: { taskId } } })
+    const { taskId, sessionId } = await taskWithSession(server, member, user.workspaceId, 'Echo')
     const viewer = await postOperation(server, member, { query: '{ viewer { user { id } } }' })
     const ids: Ids = {
       workspace: user.workspaceId,
       task: taskId,
-      session: (session.data!.startSession as { id: string }).id,
+      session: sessionId,
       user: ((viewer.data!.viewer as { user: { id: string } }).user).id,
     }
     const schema = getSchema()

@@ -74,3 +74,17 @@ export function echoesMoreThan(text: string, sent: string, limit = 64): boolean 
   for (let i = 0; i + limit < text.length; i++) if (sent.includes(text.slice(i, i + limit + 1))) return true
   return false
 }
+
+/** A member's task with a started session (the mock agent): what the input-rule tests aim their operations at. */
+export async function taskWithSession(server: TestServer, token: string, workspaceId: string, title: string): Promise<{ taskId: string; sessionId: string }> {
+  const task = await postOperation(server, token, {
+    query: 'mutation ($input: CreateTaskInput!) { createTask(input: $input) { id } }',
+    variables: { input: { workspaceId, title } },
+  })
+  const taskId = (task.data!.createTask as { id: string }).id
+  const session = await postOperation(server, token, {
+    query: 'mutation ($input: StartSessionInput!) { startSession(input: $input) { id } }',
+    variables: { input: { taskId } },
+  })
+  return { taskId, sessionId: (session.data!.startSession as { id: string }).id }
+}

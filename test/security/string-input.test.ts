@@ -5,7 +5,7 @@ import { PROVIDERS } from '../support/databases.ts'
 import { startTestServer, type TestServer } from '../support/server.ts'
 import { wsClient } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
-import { postOperation, socketOperation, type Answer, type Operation } from './harness.ts'
+import { postOperation, socketOperation, taskWithSession, type Answer, type Operation } from './harness.ts'
 
 /**
  * MAPPING.md v1.3 "Bad input stays bad input": a string with a lone UTF-16 surrogate or a NUL, in
@@ -155,16 +155,7 @@ describe.each(PROVIDERS)('strings with a lone surrogate or NUL are BAD_USER_INPU
     server = await startTestServer(provider)
     const user = await userWithWorkspace(server, 'strings')
     token = user.token
-    const task = await postOperation(server, token, {
-      query: 'mutation ($input: CreateTaskInput!) { createTask(input: $input) { id } }',
-      variables: { input: { workspaceId: user.workspaceId, title: 'Fix login' } },
-    })
-    const taskId = (task.data!.createTask as { id: string }).id
-    const session = await postOperation(server, token, {
-      query: 'mutation ($input: StartSessionInput!) { startSession(input: $input) { id } }',
-      variables: { input: { taskId } },
-    })
-    fixture = { workspaceId: user.workspaceId, taskId, sessionId: (session.data!.startSession as { id: string }).id }
+    fixture = { workspaceId: user.workspaceId, ...(await taskWithSession(server, token, user.workspaceId, 'Fix login')) }
     await sessionSettled(server, fixture.sessionId)
     sockets = { user: await wsClient(server.wsUrl, token), admin: await wsClient(server.wsUrl, server.adminToken) }
   })
