@@ -46,7 +46,8 @@ interface SessionTurns {
  * The newest few turns of each session, and its count of queued prompts, in one window-function
  * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
  * costs no statement of its own. Queued prompts rank after every other turn: however many wait,
- * the turn they wait behind stays in the window.
+ * the turn they wait behind stays in the window; and the newest of them is always read too (it
+ * supersedes an older clarification, summary/pending.ts).
  */
 async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<string, SessionTurns>> {
   const result = new Map<string, SessionTurns>()
@@ -62,11 +63,12 @@ async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<strin
       SELECT turn."id", turn."sessionId", turn."startedAt", turn."lifecycleOnly", turn."promptDispatchPending",
         turn."promptDispatchAttempted", CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END AS "queued",
         SUM(CASE WHEN turn."queuedAt" IS NOT NULL AND turn."completedAt" IS NULL THEN 1 ELSE 0 END) OVER (PARTITION BY turn."sessionId") AS "queuedPrompts",
-        ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END, turn."startedAt" DESC, turn."id" DESC) AS "rank"
+        ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END, turn."startedAt" DESC, turn."id" DESC) AS "rank",
+        ROW_NUMBER() OVER (PARTITION BY turn."sessionId", CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "kindRank"
       FROM "Turn" turn
       WHERE turn."sessionId" IN (${sessionIds})
     ) t
-    WHERE t."rank" <= ${RECENT_TURNS}`
+    WHERE t."rank" <= ${RECENT_TURNS} OR (t."queued" = 1 AND t."kindRank" = 1)`
   for (const row of rows) {
     const entry = result.get(row.sessionId) ?? { recent: [], queuedPrompts: rawInt(row.queuedPrompts as number | bigint) }
     entry.recent.push({
@@ -97,6 +99,26 @@ type OpenRequestRow = {
   newestPromptDispatchPending: unknown
   newestPromptDispatchAttempted: unknown
   newestHasMessages: unknown
+  /** The session's newest queued prompt (null: none waits). */
+  queuedId: string | null
+  queuedStartedAt: string | Date | null
+  queuedPromptDispatchPending: unknown
+  queuedHasMessages: unknown
+}
+
+function newestQueued(row: OpenRequestRow): TurnObservation[] {
+  if (row.queuedId === null || row.queuedStartedAt === null) return []
+  return [
+    {
+      id: row.queuedId,
+      startedAt: rawDate(row.queuedStartedAt),
+      lifecycleOnly: false,
+      promptDispatchPending: rawBool(row.queuedPromptDispatchPending),
+      promptDispatchAttempted: false,
+      hasMessages: rawBool(row.queuedHasMessages),
+      queued: true,
+    },
+  ]
 }
 
 function newestTurn(row: OpenRequestRow): TurnObservation | undefined {
@@ -116,9 +138,9 @@ function newestTurn(row: OpenRequestRow): TurnObservation | undefined {
 /**
  * The bounded projection boot and list reads reconcile `pendingAction` from: each task's
  * unresolved permission and clarification rows (an index range per task that holds only open
- * rows) with the state of their session and its newest turn that is not a queued prompt (queued
- * prompts never reached the agent, summary/pending.ts), which decide whether the request
- * still counts. Usually that turn decides alone (summary/pending.ts `decidesAlone`): one statement
+ * rows) with the state of their session, its newest turn that is not a queued prompt and its
+ * newest queued prompt (summary/pending.ts: a queued prompt supersedes an older clarification,
+ * never a permission), which decide whether the request still counts. Usually that turn decides alone (summary/pending.ts `decidesAlone`): one statement
  * whatever the history. Sessions whose newest turn does not (an agent relaunch, an empty
  * reservation) have their window of newest turns read in a second. Sessions without an open
  * request cannot be pending and are not read; callers ask only for tasks that have an open
@@ -132,11 +154,14 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
   const open = await db.$queryRaw<OpenRequestRow[]>`
     SELECT m."taskId", m."sessionId", m."kind", m."turnId", m."createdAt", s."state" AS "sessionState", n."id" AS "newestId", n."startedAt" AS "newestStartedAt", n."lifecycleOnly" AS "newestLifecycleOnly",
       n."promptDispatchPending" AS "newestPromptDispatchPending", n."promptDispatchAttempted" AS "newestPromptDispatchAttempted",
-      EXISTS (SELECT 1 FROM "Message" nm WHERE nm."turnId" = n."id") AS "newestHasMessages"
+      EXISTS (SELECT 1 FROM "Message" nm WHERE nm."turnId" = n."id") AS "newestHasMessages",
+      q."id" AS "queuedId", q."startedAt" AS "queuedStartedAt", q."promptDispatchPending" AS "queuedPromptDispatchPending", EXISTS (SELECT 1 FROM "Message" qm WHERE qm."turnId" = q."id") AS "queuedHasMessages"
     FROM "Message" m
       JOIN "Session" s ON s."id" = m."sessionId"
       LEFT JOIN "Turn" n ON n."id" = (
         SELECT x."id" FROM "Turn" x WHERE x."sessionId" = m."sessionId" AND NOT ${QUEUED_SQL('x')} ORDER BY x."startedAt" DESC, x."id" DESC LIMIT 1)
+      LEFT JOIN "Turn" q ON q."id" = (
+        SELECT x."id" FROM "Turn" x WHERE x."sessionId" = m."sessionId" AND ${QUEUED_SQL('x')} ORDER BY x."startedAt" DESC, x."id" DESC LIMIT 1)
     WHERE m."taskId" IN (${Prisma.join([...taskIds])}) AND m."status" = 'PENDING'
       AND m."kind" IN ('PERMISSION_REQUEST', 'CLARIFICATION') AND m."pendingId" IS NOT NULL`
   const bySession = groupBy(open, (m) => m.sessionId)
@@ -151,7 +176,8 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
     const list = result.get(s.taskId) ?? []
     list.push({
       state: s.sessionState as SessionState,
-      recentTurns: newest && decidesAlone(newest) ? [newest] : (windows.get(sessionId)?.recent ?? []),
+      // The newest queued prompt goes with it: it supersedes an older clarification, never a permission.
+      recentTurns: newest && decidesAlone(newest) ? [newest, ...newestQueued(s)] : (windows.get(sessionId)?.recent ?? []),
       // Every row read is PENDING (the statement asks for no other).
       pendingRequests: requests.map((r) => pendingObservation({ ...r, status: 'PENDING' })),
     })

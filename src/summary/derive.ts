@@ -57,7 +57,7 @@ function lastActivityAt(inputs: SummaryInputs): string | null {
  * from the same observations: stored rows of an older version are rebuilt on their next read
  * (reads otherwise trust the stored row and reconcile only its pending field).
  */
-export const SUMMARY_DERIVATION_VERSION = 5
+export const SUMMARY_DERIVATION_VERSION = 6
 
 /** Authoritative observations in, the bounded summary out. No IO, no clock. */
 export function deriveSummary(inputs: SummaryInputs): SummaryPayload {

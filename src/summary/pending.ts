@@ -4,29 +4,35 @@ import type { SummaryPayload } from './types.ts'
 /** Only these session states can be waiting on the user. */
 const CAN_BE_PENDING = new Set(['RUNNING', 'WAITING_FOR_INPUT'])
 
+/** The kind of request a turn boundary is asked about: the two differ on queued prompts. */
+export type RequestKind = 'PERMISSION_REQUEST' | 'CLARIFICATION'
+
 /**
  * An empty, unattempted dispatch reservation is not authoritative (nothing reached the agent);
  * a message-backed or attempted one is, because dispatch may have happened. A queued prompt is
- * not, whatever it holds: it waits behind the open turn, whose requests still wait on the user.
+ * message-backed, so it is authoritative for a clarification (the spec: the user answered the
+ * question by writing, and a newer authoritative turn supersedes it); for a permission it is
+ * not: the agent is blocked on that answer, which the queued prompt, waiting behind it, cannot give.
  */
-export function isAuthoritativeTurn(turn: TurnObservation): boolean {
-  if (turn.queued) return false
+export function isAuthoritativeTurn(turn: TurnObservation, forKind: RequestKind = 'PERMISSION_REQUEST'): boolean {
+  if (turn.queued && forKind === 'PERMISSION_REQUEST') return false
   return !turn.promptDispatchPending || turn.promptDispatchAttempted || turn.hasMessages
 }
 
 /**
- * The newest authoritative turn of the session: the boundary for pending requests. A
+ * The newest authoritative turn of the session: the boundary for pending requests of `forKind`. A
  * lifecycle-only turn (an agent relaunch) is not a boundary: it never hides the turn the user
  * started, whether it was recorded before or after it.
  */
-export function currentAuthoritativeTurn(session: PendingSessionObservation): TurnObservation | undefined {
-  return [...session.recentTurns].sort(newestFirst).find((turn) => !turn.lifecycleOnly && isAuthoritativeTurn(turn))
+export function currentAuthoritativeTurn(session: PendingSessionObservation, forKind: RequestKind = 'PERMISSION_REQUEST'): TurnObservation | undefined {
+  return [...session.recentTurns].sort(newestFirst).find((turn) => !turn.lifecycleOnly && isAuthoritativeTurn(turn, forKind))
 }
 
 /**
- * Whether a session's newest turn is its current authoritative turn whatever its older turns are
- * (conversational and authoritative): then the pending rules need no other turn of the session,
- * and a loader may observe that one alone.
+ * Whether a session's newest turn that is not a queued prompt is its current authoritative turn
+ * for a permission whatever its older turns are (conversational and authoritative): then the
+ * pending rules need no older turn of the session, and a loader may observe that one alone, with
+ * the session's newest queued prompt (the boundary of a clarification, when one waits).
  */
 export function decidesAlone(newest: TurnObservation): boolean {
   return !newest.lifecycleOnly && isAuthoritativeTurn(newest)
@@ -43,9 +49,8 @@ function newestFirst(a: TurnObservation, b: TurnObservation): number {
  */
 export function armedRequests(session: PendingSessionObservation): PendingRequestObservation[] {
   if (!CAN_BE_PENDING.has(session.state)) return []
-  const turn = currentAuthoritativeTurn(session)
-  if (!turn) return []
-  return session.pendingRequests.filter((r) => r.turnId === turn.id && r.status === 'PENDING')
+  const boundary = { PERMISSION_REQUEST: currentAuthoritativeTurn(session, 'PERMISSION_REQUEST'), CLARIFICATION: currentAuthoritativeTurn(session, 'CLARIFICATION') }
+  return session.pendingRequests.filter((r) => r.status === 'PENDING' && r.turnId !== null && r.turnId === boundary[r.kind]?.id)
 }
 
 export function sessionPendingAction(session: PendingSessionObservation): SummaryPayload['pendingAction'] {

@@ -9,6 +9,8 @@ import { insertPrompt } from '../../src/store/prompts.ts'
 import { insertMessage, updateMessage } from '../../src/store/messages.ts'
 import { registerInstance } from '../../src/store/instances.ts'
 import { closeTurn, markPromptDispatched, startTurn } from '../../src/store/turns.ts'
+import { loadPendingInputs } from '../../src/store/summary-sources.ts'
+import { taskPendingAction } from '../../src/summary/pending.ts'
 import { PROVIDERS } from '../support/databases.ts'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { summaryDrift } from '../support/summary-rebuild.ts'
@@ -76,6 +78,25 @@ describe.each(PROVIDERS)('attention fields in the projector (%s)', (provider) =>
     const answered = await w.summary(taskId)
     expect(answered.payload).toMatchObject({ pendingAction: null, waitingSince: null })
     expect(await row(taskId)).toMatchObject({ revision: answered.revision, attentionRank: 2 })
+  })
+
+  it('a message sent while a clarification waits supersedes it (spec: a message-backed reservation is authoritative), projected and hydrated alike; one sent while a permission waits does not', async () => {
+    const asked = await inFlight()
+    await insertMessage(w.store, { id: randomUUID(), sessionId: asked.sessionId, turnId: asked.turnId, author: 'AGENT', kind: 'CLARIFICATION', content: '?', status: 'PENDING', pendingId: 'c1' })
+    expect((await w.summary(asked.taskId)).payload.pendingAction).toBe('CLARIFICATION')
+    w.clock.advance(1000)
+    await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId: asked.sessionId, content: 'use the staging database' })
+    expect((await w.summary(asked.taskId)).payload).toMatchObject({ pendingAction: null, waitingSince: null, queuedPromptCount: 1 })
+    // The bounded read boot and task lists hydrate pendingAction from says the same.
+    expect(taskPendingAction((await loadPendingInputs(w.store, [asked.taskId])).get(asked.taskId) ?? [])).toBeNull()
+
+    const blocked = await inFlight()
+    await insertMessage(w.store, { id: randomUUID(), sessionId: blocked.sessionId, turnId: blocked.turnId, author: 'AGENT', kind: 'PERMISSION_REQUEST', content: 'Run?', status: 'PENDING', pendingId: 'p1' })
+    w.clock.advance(1000)
+    await insertPrompt(w.store, { clientMessageId: randomUUID(), sessionId: blocked.sessionId, content: 'also this' })
+    expect((await w.summary(blocked.taskId)).payload).toMatchObject({ pendingAction: 'PERMISSION', queuedPromptCount: 1 })
+    expect(taskPendingAction((await loadPendingInputs(w.store, [blocked.taskId])).get(blocked.taskId) ?? [])).toBe('PERMISSION')
+    expect(await summaryDrift(w.store, [asked.taskId, blocked.taskId])).toEqual([])
   })
 
   it('a new revision only when an attention field changes: re-projecting, and rebuilding, change nothing', async () => {

@@ -22,7 +22,7 @@ describe('isAuthoritativeTurn', () => {
     { name: 'an empty, unattempted reservation', t: reservation('t', 0), expected: false },
     { name: 'a message-backed reservation', t: reservation('t', 0, { hasMessages: true }), expected: true },
     { name: 'an attempted reservation', t: reservation('t', 0, { promptDispatchAttempted: true }), expected: true },
-    { name: 'a queued prompt (accepted behind an open turn, never dispatched)', t: queuedPrompt('t', 0), expected: false },
+    { name: 'a queued prompt (accepted behind an open turn, never dispatched), for a permission', t: queuedPrompt('t', 0), expected: false },
     {
       name: 'an attempted, message-backed reservation',
       t: reservation('t', 0, { promptDispatchAttempted: true, hasMessages: true }),
@@ -74,6 +74,16 @@ describe('currentAuthoritativeTurn', () => {
 const live = (overrides: Partial<SessionObservation> = {}) =>
   session({ state: 'RUNNING', recentTurns: [turn('t1', 1)], ...overrides })
 
+describe('isAuthoritativeTurn for a clarification (spec: a message-backed reservation is authoritative, dispatched or not)', () => {
+  it.each([
+    { name: 'a queued prompt (it holds the user message)', t: queuedPrompt('t', 0), expected: true },
+    { name: 'an empty, unattempted reservation', t: reservation('t', 0), expected: false },
+    { name: 'an ordinary turn', t: turn('t', 0), expected: true },
+  ])('$name → $expected', ({ t, expected }) => {
+    expect(isAuthoritativeTurn(t, 'CLARIFICATION')).toBe(expected)
+  })
+})
+
 describe('sessionPendingAction', () => {
   it.each<{ name: string; s: SessionObservation; expected: Pending }>([
     { name: 'nothing pending', s: live(), expected: null },
@@ -81,6 +91,16 @@ describe('sessionPendingAction', () => {
     {
       name: 'a pending permission behind queued prompts (they never reached the agent)',
       s: live({ recentTurns: [turn('t1', 0), queuedPrompt('q1', 1), queuedPrompt('q2', 2)], pendingRequests: [permission('t1')] }),
+      expected: 'PERMISSION',
+    },
+    {
+      name: 'a pending clarification behind a queued prompt: the user wrote since, a newer authoritative turn supersedes it',
+      s: live({ recentTurns: [turn('t1', 0), queuedPrompt('q1', 1)], pendingRequests: [clarification('t1')] }),
+      expected: null,
+    },
+    {
+      name: 'a permission and a clarification behind a queued prompt: the permission still waits on its answer',
+      s: live({ recentTurns: [turn('t1', 0), queuedPrompt('q1', 1)], pendingRequests: [clarification('t1'), permission('t1')] }),
       expected: 'PERMISSION',
     },
     {
