@@ -46,6 +46,7 @@ import {
   UpdateTaskDocument,
 } from '../test/generated/graphql.ts'
 import { countingClient } from './support.ts'
+import { rebuildFromAppends, type StreamEvent } from '../test/support/append-rebuild.ts'
 import {
   AGENTS,
   errorText,
@@ -258,23 +259,11 @@ try {
       events,
       tally,
       rebuilt() {
-        const texts = new Map<string, string>()
-        const appends = new Map<string, { count: number; first: number; last: number }>()
-        let gaps = 0
-        for (const { at, data } of events) {
-          const event = data.sessionEvents as { __typename: string; message: { id: string; content?: string; author?: string; kind?: string }; append?: { offset: number; text: string } }
-          if (event.__typename === 'MessageAdded' && event.message.author === 'AGENT' && event.message.kind === 'MESSAGE') texts.set(event.message.id, event.message.content ?? '')
-          if (event.__typename !== 'MessageUpdated' || !event.append) continue
-          const text = texts.get(event.message.id)
-          if (text === undefined) continue
-          if (event.append.offset !== text.length) gaps++
-          else texts.set(event.message.id, text + event.append.text)
-          const a = appends.get(event.message.id) ?? { count: 0, first: at, last: at }
-          a.count++
-          a.last = at
-          appends.set(event.message.id, a)
-        }
-        return { texts, appends, gaps }
+        // The agent's answer only (not the prompt's MessageAdded); appends to anything else are not counted.
+        return rebuildFromAppends(
+          events.map(({ at, data }) => ({ at, event: data.sessionEvents as StreamEvent })),
+          (m) => m.author === 'AGENT' && m.kind === 'MESSAGE',
+        )
       },
       async close() {
         dispose()

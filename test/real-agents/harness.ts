@@ -9,6 +9,7 @@ import { ok, wsClient, wsSubscribe } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { gitRepo } from '../support/git-repo.ts'
 import { capturedLogger } from '../support/captured-logger.ts'
+import { rebuildFromAppends } from '../support/append-rebuild.ts'
 import {
   AddMessageDocument,
   AgentSessionDetailDocument,
@@ -115,17 +116,9 @@ export async function realAgentServer(profiles: Record<string, AgentProfile>) {
       return {
         events,
         rebuilt() {
-          const texts = new Map<string, string>()
-          let gaps = 0
-          for (const { data } of events.events) {
-            const event = data?.sessionEvents
-            if (event?.__typename === 'MessageAdded') texts.set(event.message.id, event.message.content)
-            if (event?.__typename !== 'MessageUpdated' || !event.append) continue
-            const text = texts.get(event.message.id)
-            if (text === undefined || event.append.offset !== text.length) gaps++
-            else texts.set(event.message.id, text + event.append.text)
-          }
-          return { texts, gaps }
+          // An append to a message this subscriber never saw added is a gap too.
+          const { texts, gaps, orphans } = rebuildFromAppends(events.events.map(({ data }) => ({ event: data?.sessionEvents })))
+          return { texts, gaps: gaps + orphans }
         },
         async close() {
           events.dispose()
