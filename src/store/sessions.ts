@@ -142,22 +142,29 @@ export async function createSession(
   return session
 }
 
-export interface SessionChanges {
-  state?: SessionState
-  activeSubagentCount?: number
-  backgroundWork?: boolean
-  acpSessionId?: string | null
-  currentModelId?: string | null
-  availableModels?: { id: string; name: string }[]
-  currentModeId?: string | null
-}
-
 /** What an agent publishes about its session besides the transcript (ACP models, mode, plan). */
 export interface SessionPublications {
   currentModelId?: string | null
   availableModels?: { id: string; name: string }[]
   currentModeId?: string | null
   plan?: { content: string; priority: string; status: string }[]
+}
+
+export interface SessionChanges extends SessionPublications {
+  state?: SessionState
+  activeSubagentCount?: number
+  backgroundWork?: boolean
+  acpSessionId?: string | null
+}
+
+/** The columns of the publications given (JSON ones serialized); absent ones are left as they are. */
+function publicationColumns(changes: SessionPublications) {
+  return {
+    ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
+    ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
+    ...(changes.currentModeId !== undefined && { currentModeId: changes.currentModeId }),
+    ...(changes.plan !== undefined && { plan: JSON.stringify(changes.plan) }),
+  }
 }
 
 /**
@@ -168,12 +175,7 @@ export async function setSessionPublications(store: Store, sessionId: string, ch
   await fenced(store, `session ${sessionId}`, () =>
     store.db.session.update({
       where: { id: sessionId, ...stillOwned(store) },
-      data: {
-        ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
-        ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
-        ...(changes.currentModeId !== undefined && { currentModeId: changes.currentModeId }),
-        ...(changes.plan !== undefined && { plan: JSON.stringify(changes.plan) }),
-      },
+      data: publicationColumns(changes),
       select: { id: true },
     }),
   )
@@ -187,9 +189,7 @@ export async function updateSession(store: Store, sessionId: string, changes: Se
       ...(changes.activeSubagentCount !== undefined && { activeSubagentCount: changes.activeSubagentCount }),
       ...(changes.backgroundWork !== undefined && { backgroundWork: changes.backgroundWork }),
       ...(changes.acpSessionId !== undefined && { acpSessionId: changes.acpSessionId }),
-      ...(changes.currentModelId !== undefined && { currentModelId: changes.currentModelId }),
-      ...(changes.availableModels !== undefined && { availableModels: JSON.stringify(changes.availableModels) }),
-      ...(changes.currentModeId !== undefined && { currentModeId: changes.currentModeId }),
+      ...publicationColumns(changes),
       updatedAt: store.now(),
     },
   }))
