@@ -148,7 +148,7 @@ export class AcpUpdates {
           metadata: JSON.stringify({
             ...metadata,
             ...(update.kind && { kind: update.kind }),
-            toolCall: toolCallDetail(update, storedToolCallDetail(existing.metadata)),
+            toolCall: toolCallDetail(update, storedToolCallDetail(metadata)),
           }),
         })
         outlet.fence.publish({ type: 'MessageUpdated', sessionId: this.#sessionId, messageId: message.id, version: message.version })
@@ -186,7 +186,7 @@ export class AcpUpdates {
     // What the user is asked to allow: the tool call as the agent described it so far (its
     // tool_call), with what the request itself adds.
     const call = toolCall.toolCallId ? await findToolCallMessage(this.outlet.store, this.#sessionId, toolCall.toolCallId) : undefined
-    const detail = toolCallDetail(toolCall, storedToolCallDetail(call?.metadata))
+    const detail = toolCallDetail(toolCall, storedToolCallDetail(parseMetadata(call?.metadata)))
     const title = toolCall.title ?? call?.content ?? 'Permission'
     const pendingId = await this.#pendingRequest('PERMISSION_REQUEST', title, { options, toolCall: detail })
     this.#responders.set(pendingId, {

@@ -100,9 +100,9 @@ function jsonText(value: unknown): string {
   }
 }
 
-/** The detail as stored in a message's metadata; anything malformed reads as none. */
-export function storedToolCallDetail(metadata: string | null | undefined): ToolCallDetail | null {
-  const parsed = parseMetadata(metadata).toolCall as ToolCallDetail | undefined
+/** The detail as stored in a message's metadata (parsed by parseMetadata); anything malformed reads as none. */
+export function storedToolCallDetail(metadata: Record<string, unknown>): ToolCallDetail | null {
+  const parsed = metadata.toolCall as ToolCallDetail | undefined
   if (!parsed || typeof parsed !== 'object' || !Array.isArray(parsed.locations) || !Array.isArray(parsed.diffs)) return null
   return parsed
 }

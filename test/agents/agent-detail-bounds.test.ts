@@ -7,6 +7,7 @@ import {
   MAX_DIFFS,
   MAX_LOCATIONS,
   RAW_INPUT_MAX_BYTES,
+  parseMetadata,
   storedToolCallDetail,
   toolCallDetail,
 } from '../../src/agents/tool-call-detail.ts'
@@ -81,8 +82,8 @@ describe('tool call detail', () => {
 
   it('reads back what it stored; malformed metadata reads as none', () => {
     const detail = toolCallDetail({ kind: 'read', locations: [{ path: '/w/a' }] })
-    expect(storedToolCallDetail(JSON.stringify({ kind: 'read', toolCall: detail }))).toEqual(detail)
-    for (const bad of [null, '', '{', '[]', '{"toolCall":1}', '{"toolCall":{"locations":{}}}']) expect(storedToolCallDetail(bad)).toBeNull()
+    expect(storedToolCallDetail(parseMetadata(JSON.stringify({ kind: 'read', toolCall: detail })))).toEqual(detail)
+    for (const bad of [null, '', '{', '[]', '{"toolCall":1}', '{"toolCall":{"locations":{}}}']) expect(storedToolCallDetail(parseMetadata(bad))).toBeNull()
   })
 })
 

@@ -86,7 +86,7 @@ builder.objectFields(MessageRef, (t) => ({
     nullable: true,
     description:
       '(v1.4) On TOOL_CALL and PERMISSION_REQUEST messages: what the tool does (for a permission request, what the user is asked to allow). Null on other kinds and when the agent sent no detail.',
-    resolve: (m) => (m.kind === 'TOOL_CALL' || m.kind === 'PERMISSION_REQUEST' ? storedToolCallDetail(m.metadata) : null),
+    resolve: (m) => (m.kind === 'TOOL_CALL' || m.kind === 'PERMISSION_REQUEST' ? storedToolCallDetail(parseMetadata(m.metadata)) : null),
   }),
 }))
 
