@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { Writable } from 'node:stream'
+import { finished } from 'node:stream/promises'
 import {
   client,
   ndJsonStream,
@@ -170,13 +171,7 @@ export class AgentProcess {
     // Each step of the handshake fails with the agent's own reason, also when the agent exits
     // instead of answering (its stderr then says why).
     let step = 'initialize'
-    const answer = <T>(request: Promise<T>): Promise<T> =>
-      Promise.race([
-        request,
-        exited.then(({ code, signal }) => {
-          throw new AgentExitedError(code, signal)
-        }),
-      ])
+    const answer = <T>(request: Promise<T>) => agent.#unlessExited(request)
     try {
       const init = await answer(connection.agent.request('initialize', { protocolVersion: PROTOCOL_VERSION, clientCapabilities: {} }))
       agent.supportsLoad = init.agentCapabilities?.loadSession === true
@@ -204,7 +199,7 @@ export class AgentProcess {
       const exit = error instanceof RequestError ? undefined : await withinDeadline(1000, exited).catch(() => undefined)
       await agent.stop()
       // What the agent printed on its way out may still be in the pipe when its exit is seen.
-      await stderrDrained(child, 1000)
+      await withinDeadline(1000, finished(child.stderr)).catch(() => undefined)
       const what = exit ? `Agent exited during ${step} (${exit.signal ?? `code ${exit.code}`}).` : `Agent refused ${step}.`
       throw new AgentLaunchError('agent_start_failed', launchFailureReason(what, error, stderr.text()))
     } finally {
@@ -225,8 +220,13 @@ export class AgentProcess {
   prompt(text: string): Promise<PromptResponse> {
     // What the agent says from here on answers this prompt: a load's replay is over.
     this.#replaying = false
+    return this.#unlessExited(this.connection.agent.request('session/prompt', { sessionId: this.acpSessionId, prompt: [{ type: 'text', text }] }))
+  }
+
+  /** The agent's answer to a request, or AgentExitedError if its process exits first. */
+  #unlessExited<T>(request: Promise<T>): Promise<T> {
     return Promise.race([
-      this.connection.agent.request('session/prompt', { sessionId: this.acpSessionId, prompt: [{ type: 'text', text }] }),
+      request,
       this.exited.then(({ code, signal }) => {
         throw new AgentExitedError(code, signal)
       }),
@@ -271,20 +271,6 @@ export function envAuthMethod(methods: unknown, env: Record<string, string | und
       (m.vars as { name?: unknown; optional?: unknown }[]).every((v) => v?.optional === true || (typeof v?.name === 'string' && !!env[v.name])),
   )
   return usable?.id as string | undefined
-}
-
-/** Resolves once the child's stderr has ended (its last words read), or after `ms` at the latest. */
-function stderrDrained(child: ChildProcessWithoutNullStreams, ms: number): Promise<void> {
-  if (child.stderr.readableEnded || child.stderr.destroyed) return Promise.resolve()
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    child.stderr.once('close', done)
-    function done() {
-      clearTimeout(timer)
-      child.stderr.off('close', done)
-      resolve()
-    }
-  })
 }
 
 /** The environment variable naming the session an agent process serves. */

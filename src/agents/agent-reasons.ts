@@ -33,7 +33,7 @@ export class StderrTail {
     this.#tail = Buffer.alloc(0)
   }
 
-  /** The kept tail as text: whole lines of it when it was cut, trimmed; empty when the agent printed nothing. */
+  /** The kept tail as text, trimmed (a character the cut split is dropped); empty when the agent printed nothing. */
   text(): string {
     const text = this.#tail.toString('utf8').replace(/^\uFFFD+/, '')
     return text.trim()
