@@ -19,7 +19,8 @@ export interface ConnectionAccessHooks {
  * One WebSocket connection's access (contract v1.3): the caller its token authenticates, each
  * operation authorized against the token's current state, and an entry in the instance's
  * AccessControl for the socket (its token) and for each subscription (its workspace), so a
- * revocation on any instance closes the socket with 4403 or ends the subscription with FORBIDDEN.
+ * revocation on any instance closes the socket with 4403 or ends the subscription with FORBIDDEN,
+ * as does a membership the instance's re-check finds gone (removed without the API).
  * Every entry is released on every way its owner ends.
  */
 export class ConnectionAccess {
