@@ -9,6 +9,8 @@ ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
 command -v pgrep >/dev/null 2>&1 || missing+=(procps)
+# The fault scenarios hold the embedded database's lock from another process: the sqlite3 shell.
+command -v sqlite3 >/dev/null 2>&1 || missing+=(sqlite3)
 # test/support/browser.ts drives this path; playwright-core never downloads a browser of its own.
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0

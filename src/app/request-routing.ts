@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
-import { isDatabaseUnavailable, isDatabaseUnreachable } from '../store/db.ts'
+import { isDatabaseRefusingWrites, isDatabaseUnavailable, isDatabaseUnreachable } from '../store/db.ts'
 import type { Store } from '../store/store.ts'
 import type { Config } from '../config/config.ts'
 import { ByteBudget } from '../github/body-budget.ts'
@@ -63,6 +63,7 @@ export function routeRequests(deps: {
         if (res.headersSent) return
         // A webhook the database was too busy for, or could not be reached for: the sender may redeliver it (nothing was recorded as processed).
         if (isDatabaseUnreachable(error)) database.markUnreachable()
+        else if (isDatabaseRefusingWrites(error)) database.markWritesRefused()
         if (isDatabaseUnavailable(error)) res.writeHead(503, { 'retry-after': '1' }).end()
         else res.writeHead(500).end()
       })

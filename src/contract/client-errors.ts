@@ -6,7 +6,7 @@
 import { GraphQLError, Kind, print, type ExecutionResult, type GraphQLFormattedError } from 'graphql'
 import { maskError as yogaMaskError } from 'graphql-yoga'
 import { echoed, MAX_ECHOED_CHARACTERS, type ErrorCode } from '../errors.ts'
-import { isDatabaseSaturated, isDatabaseUnreachable } from '../store/db.ts'
+import { isDatabaseRefusingWrites, isDatabaseSaturated, isDatabaseUnreachable } from '../store/db.ts'
 
 /** The codes the contract (schema.graphql head comment) lets a client meet; nothing else is ever sent. */
 export const CONTRACT_ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
@@ -33,6 +33,7 @@ const REQUEST_ERROR_CODES = new Set([
 export const UNEXPECTED_ERROR_MESSAGE = 'Unexpected error.'
 export const DATABASE_BUSY_MESSAGE = 'The database is too busy to serve this request now; retry shortly.'
 export const DATABASE_UNREACHABLE_MESSAGE = 'The database cannot be reached now; retry shortly.'
+export const DATABASE_WRITES_REFUSED_MESSAGE = 'The database takes no writes now (its file is locked or its disk is full); retry shortly.'
 /** Over HTTP an UNAVAILABLE answer is a 503 with this Retry-After (seconds); toClientError drops it over WebSocket. */
 export const UNAVAILABLE_HTTP = { status: 503, headers: { 'Retry-After': '1' } } as const
 
@@ -101,23 +102,32 @@ function nonGraphQLCause(error: GraphQLError): unknown {
   return undefined
 }
 
+/** What the error masking tells readiness (/readyz) of each database cause it answers UNAVAILABLE. */
+export interface DatabaseFaultListener {
+  /** An operation met an unreachable database. */
+  onUnreachable?: (cause: unknown) => void
+  /** An operation's write was refused by a database that answers (a full disk, a file locked by another process). */
+  onWritesRefused?: (cause: unknown) => void
+}
+
 /**
  * Yoga's error masking (both transports), which drops every cause that is not a GraphQLError, except
- * a saturated or unreachable database: the client learns to retry (UNAVAILABLE, over HTTP a 503 with
- * Retry-After), not that the server broke. It must happen here, where the cause is still known;
- * `onUnreachable` sees each unreachable-database cause (readiness turns 503 at once).
+ * a database that cannot serve the request now (saturated, unreachable, or refusing writes): the
+ * client learns to retry (UNAVAILABLE, over HTTP a 503 with Retry-After), not that the server broke.
+ * It must happen here, where the cause is still known; the listener sees each unreachable or
+ * refused-write cause (readiness turns 503 at once).
  */
-export function databaseAwareMaskError(onUnreachable: (cause: unknown) => void = () => undefined): typeof yogaMaskError {
+export function databaseAwareMaskError(listener: DatabaseFaultListener = {}): typeof yogaMaskError {
   return (error, message, isDev) => {
     const cause = error instanceof GraphQLError ? nonGraphQLCause(error) : error
     const unreachable = isDatabaseUnreachable(cause)
-    if (unreachable) onUnreachable(cause)
-    if (!unreachable && !isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
+    const writesRefused = !unreachable && isDatabaseRefusingWrites(cause)
+    if (unreachable) listener.onUnreachable?.(cause)
+    if (writesRefused) listener.onWritesRefused?.(cause)
+    if (!unreachable && !writesRefused && !isDatabaseSaturated(cause)) return yogaMaskError(error, message, isDev)
     const location = error instanceof GraphQLError ? { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path } : {}
-    return new GraphQLError(unreachable ? DATABASE_UNREACHABLE_MESSAGE : DATABASE_BUSY_MESSAGE, {
-      ...location,
-      extensions: { code: 'UNAVAILABLE', http: UNAVAILABLE_HTTP },
-    })
+    const text = unreachable ? DATABASE_UNREACHABLE_MESSAGE : writesRefused ? DATABASE_WRITES_REFUSED_MESSAGE : DATABASE_BUSY_MESSAGE
+    return new GraphQLError(text, { ...location, extensions: { code: 'UNAVAILABLE', http: UNAVAILABLE_HTTP } })
   }
 }
 

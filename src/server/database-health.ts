@@ -1,4 +1,4 @@
-import { pingDatabase, type Db } from '../store/db.ts'
+import { pingDatabase, probeWrite, type Db } from '../store/db.ts'
 
 export interface DatabaseHealthOptions {
   /** How long one probe's answer stands: a flood of /readyz probes costs one `SELECT 1` per this. */
@@ -9,10 +9,13 @@ export interface DatabaseHealthOptions {
 }
 
 /**
- * Whether the database can be reached, for /readyz (MAPPING.md "Outages and stalls"): down as soon
- * as an operation meets an unreachable database (`markUnreachable`, from the error masking), or a
- * probe finds it so; up again once a probe gets an answer. A probe that gets none in time (a busy
- * pool, or a network that drops packets) changes nothing: it is not known to be down.
+ * Whether the database can serve, for /readyz (MAPPING.md "Outages and stalls"). Reachability: down
+ * as soon as an operation meets an unreachable database (`markUnreachable`, from the error masking),
+ * or a probe finds it so; up again once a probe gets an answer. A probe that gets none in time (a
+ * busy pool, or a network that drops packets) changes nothing: it is not known to be down.
+ * Writes: refused as soon as an operation's write is (`markWritesRefused`: a full disk, SQLite's
+ * lock held by another process), and taken again once a probe's own small write commits, so a
+ * balancer sends no writes to an instance that can only read.
  */
 export class DatabaseHealth {
   readonly #db: Db
@@ -20,6 +23,7 @@ export class DatabaseHealth {
   readonly #timeoutMs: number
   readonly #now: () => number
   #reachable = true
+  #writable = true
   #checkedAt = Number.NEGATIVE_INFINITY
   #probe: Promise<boolean> | undefined
 
@@ -36,22 +40,44 @@ export class DatabaseHealth {
     this.#checkedAt = this.#now()
   }
 
+  /** An operation's write was refused though the database answers: down until a probe's write commits. */
+  markWritesRefused(): void {
+    this.#writable = false
+    this.#checkedAt = this.#now()
+  }
+
   /** The last known state, without probing. */
   get reachable(): boolean {
     return this.#reachable
   }
 
-  /** Probes at most once per `cacheMs`, up or down (concurrent callers share one probe). */
+  get writable(): boolean {
+    return this.#writable
+  }
+
+  /** What /readyz waits for while down. */
+  get waitingFor(): string[] {
+    return [...(this.#reachable ? [] : ['database']), ...(this.#writable ? [] : ['database writes'])]
+  }
+
+  /** Probes at most once per `cacheMs`, up or down (concurrent callers share one probe): true when it can serve. */
   check(): Promise<boolean> {
     if (this.#probe) return this.#probe
-    if (this.#now() - this.#checkedAt < this.#cacheMs) return Promise.resolve(this.#reachable)
-    this.#probe = pingDatabase(this.#db, this.#timeoutMs)
-      .then((answered) => {
-        if (answered !== undefined) this.#reachable = answered
-        this.#checkedAt = this.#now()
-        return this.#reachable
-      })
-      .finally(() => (this.#probe = undefined))
+    if (this.#now() - this.#checkedAt < this.#cacheMs) return Promise.resolve(this.#serving)
+    this.#probe = this.#runProbe().finally(() => (this.#probe = undefined))
     return this.#probe
+  }
+
+  get #serving(): boolean {
+    return this.#reachable && this.#writable
+  }
+
+  async #runProbe(): Promise<boolean> {
+    const answered = await pingDatabase(this.#db, this.#timeoutMs)
+    if (answered !== undefined) this.#reachable = answered
+    // Only while writes are refused: a write per probe otherwise would cost every instance a commit a second.
+    if (this.#reachable && !this.#writable) this.#writable = await probeWrite(this.#db, this.#timeoutMs)
+    this.#checkedAt = this.#now()
+    return this.#serving
   }
 }

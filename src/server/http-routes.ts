@@ -17,10 +17,14 @@ export async function handleOperationalRoute(
       return true
     case '/readyz': {
       // Not ready before startup recovery (or while stopping) whatever the database says; once
-      // ready, only while the database can be reached (probed at most once a second).
+      // ready, only while the database can be reached and takes writes (probed at most once a second).
       const ready = deps.readiness.ready
       const reachable = ready && (deps.database ? await deps.database.check() : true)
-      const body = ready ? (reachable ? { status: 'ready' } : { status: 'unavailable', waitingFor: ['database'] }) : { status: 'starting', waitingFor: deps.readiness.waitingFor }
+      const body = ready
+        ? reachable
+          ? { status: 'ready' }
+          : { status: 'unavailable', waitingFor: deps.database?.waitingFor ?? ['database'] }
+        : { status: 'starting', waitingFor: deps.readiness.waitingFor }
       res
         .writeHead(reachable ? 200 : 503, { 'content-type': 'application/json', ...(!reachable && { 'retry-after': '1' }) })
         .end(JSON.stringify(body))

@@ -41,8 +41,15 @@ export function createYogaServer(services: ContextServices & { metrics: Metrics;
     // CORS is decided once for every route before Yoga (cors.ts); Yoga's default allows every origin with credentials.
     cors: false,
     // Never an originalError or stack in a response, whatever NODE_ENV says (Yoga's dev mode adds them).
-    // A saturated or unreachable database is UNAVAILABLE (503 + Retry-After); an unreachable one also turns /readyz 503.
-    maskedErrors: { isDev: false, maskError: databaseAwareMaskError(() => services.database?.markUnreachable()) },
+    // A database that cannot serve (saturated, unreachable, refusing writes) is UNAVAILABLE (503 +
+    // Retry-After); an unreachable one, or refused writes, also turn /readyz 503.
+    maskedErrors: {
+      isDev: false,
+      maskError: databaseAwareMaskError({
+        onUnreachable: () => services.database?.markUnreachable(),
+        onWritesRefused: () => services.database?.markWritesRefused(),
+      }),
+    },
     maxRequestBodySize: OPERATION_LIMITS.maxRequestBodyBytes,
     logging: {
       debug: (...args) => logger.debug({ args: args.map(String) }, 'yoga'),

@@ -1,6 +1,8 @@
 import type { PrismaClient } from '../generated/sqlite/client.ts'
 import type { DatabaseProvider } from '../config/config.ts'
 import type { Pool, PoolClient } from 'pg'
+import { LockAwareSqliteFactory, sqliteCodeOf } from './sqlite-adapter.ts'
+import { withinDeadline } from '../util/deadline.ts'
 
 /**
  * The Prisma client of the configured provider. Both generated clients come from the same
@@ -102,9 +104,40 @@ export function isDatabaseUnreachable(error: unknown): boolean {
   return CONNECTION_LOST_MESSAGES.has(error.message)
 }
 
-/** Saturated or unreachable: the request is answered UNAVAILABLE (retry). */
+/**
+ * SQLite's codes for a file that answers but takes no write now: another process holds its write
+ * lock past the adapter's wait (BUSY, LOCKED), the disk is full (FULL), the OS refused its I/O
+ * (IOERR and its extended codes).
+ */
+const SQLITE_WRITE_REFUSED = /^SQLITE_(BUSY|LOCKED|FULL|IOERR)/
+
+/** PostgreSQL's SQLSTATE for a full disk: disk_full, "could not extend file … No space left on device". */
+const POSTGRES_DISK_FULL = '53100'
+
+/** The SQLSTATE of a PostgreSQL error, raised by pg or passed on by Prisma's pg adapter. */
+function sqlStateOf(error: Error): string | undefined {
+  const { code, meta, cause } = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: unknown } }; cause?: unknown }
+  const adapterCause = (meta?.driverAdapterError?.cause ?? (error.name === 'DriverAdapterError' ? cause : undefined)) as { kind?: unknown; originalCode?: unknown } | undefined
+  if (adapterCause?.kind === 'postgres' && typeof adapterCause.originalCode === 'string') return adapterCause.originalCode
+  return typeof code === 'string' && typeof (error as { severity?: unknown }).severity === 'string' ? code : undefined
+}
+
+/**
+ * Errors that mean "the database answers but takes no write now", measured with a real file and a
+ * real full disk (test/faults/r16-sqlite-locked.fault.ts, r17-disk-full.fault.ts): SQLite's write
+ * lock held by another process, a full disk on either database, an I/O error. Nothing of the write
+ * was committed. Answered UNAVAILABLE, and /readyz is 503 until a write goes through again.
+ */
+export function isDatabaseRefusingWrites(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const sqliteCode = sqliteCodeOf(error)
+  if (sqliteCode !== undefined) return SQLITE_WRITE_REFUSED.test(sqliteCode)
+  return sqlStateOf(error) === POSTGRES_DISK_FULL
+}
+
+/** Saturated, unreachable or refusing writes: the request is answered UNAVAILABLE (retry). */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  return isDatabaseSaturated(error) || isDatabaseUnreachable(error)
+  return isDatabaseSaturated(error) || isDatabaseUnreachable(error) || isDatabaseRefusingWrites(error)
 }
 
 /**
@@ -118,6 +151,19 @@ export async function pingDatabase(db: Db, timeoutMs: number): Promise<boolean |
     (error: unknown) => (isDatabaseUnreachable(error) ? false : undefined),
   )
   return Promise.race([answer, new Promise<undefined>((resolve) => late.addEventListener('abort', () => resolve(undefined), { once: true }))])
+}
+
+/**
+ * One small committed write (the feed epoch row rewritten as it is): resolves true when it committed
+ * within `timeoutMs`, false otherwise. It needs what any write needs (the write lock, room on the
+ * disk for a page), so it tells when writes that were refused go through again.
+ */
+export async function probeWrite(db: Db, timeoutMs: number): Promise<boolean> {
+  const write = db.$executeRawUnsafe(`UPDATE "FeedEpoch" SET "epoch" = "epoch" WHERE "id" = 'feed'`).then(
+    () => true,
+    () => false,
+  )
+  return withinDeadline(timeoutMs, write).catch(() => false)
 }
 
 /**
@@ -159,16 +205,18 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
       import('../generated/sqlite/client.ts'),
       import('@prisma/adapter-better-sqlite3'),
     ])
-    const db = new SqliteClient({ adapter: new PrismaBetterSQLite3({ url }), log, transactionOptions: TRANSACTION_OPTIONS })
+    // timeout 0: SQLite's busy handler would wait for another process's lock on the event loop; the
+    // adapter waits between attempts instead (store/sqlite-adapter.ts), so SQLite itself never waits.
+    const adapter = new LockAwareSqliteFactory(new PrismaBetterSQLite3({ url, timeout: 0 }))
+    const db = new SqliteClient({ adapter, log, transactionOptions: TRANSACTION_OPTIONS })
     if (options.onQuery) db.$on('query' as never, (e: { query: string }) => options.onQuery!(e.query))
-    // WAL lets readers proceed during a write; the busy timeout turns lock contention into waiting, not errors.
+    // WAL lets readers proceed during a write.
     await db.$queryRawUnsafe('PRAGMA journal_mode = WAL')
     // better-sqlite3 runs every statement on the main thread: with SQLite's default (FULL) each
     // commit waits for an fsync of the WAL there, holding the event loop (bench P10). NORMAL in WAL
     // mode syncs at checkpoints only: a commit survives a crash of the process, and only a power
     // loss or OS crash can take back the last commits (never corrupting the file).
     await db.$executeRawUnsafe('PRAGMA synchronous = NORMAL')
-    await db.$executeRawUnsafe('PRAGMA busy_timeout = 5000')
     await db.$executeRawUnsafe('PRAGMA foreign_keys = ON')
     return db
   }
