@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
 import { gqlOk, killAll, metricValue, startInstance } from '../support/instances.ts'
-import { ADD_MESSAGE, CREATE_TASK, p99, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, UPDATE_TASK, type TimedAnswer } from '../support/timed-requests.ts'
+import { ADD_MESSAGE, CREATE_TASK, p99, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, recovery, UPDATE_TASK, type TimedAnswer } from '../support/timed-requests.ts'
 import { addMessage, agentSaid, script, session, settled, startSession } from '../support/instance-sessions.ts'
 import { eventually } from '../support/wait.ts'
 
@@ -82,14 +82,8 @@ describe('R16: another process holds the SQLite write lock', () => {
     await lock.release()
     const releasedAt = performance.now()
 
-    const resumed = await eventually(async () => {
-      const answer = await timed(server, CREATE_TASK, { w: workspaceId, t: 'after the lock' })
-      return answer.code === undefined ? answer : undefined
-    }, 10_000)
-    const resumedMs = performance.now() - releasedAt
-    acknowledged.push((resumed.data!.createTask as { id: string }).id)
-    await eventually(async () => (await readyz(server)).status === 200, 5_000)
-    const readyAgainMs = performance.now() - releasedAt
+    const { taskId: afterId, writesMs: resumedMs, readyMs: readyAgainMs } = await recovery(server, workspaceId, releasedAt)
+    acknowledged.push(afterId)
 
     console.info(
       `R16: writes during the lock ${Object.entries(writes).map(([k, a]) => `${k} ${a.code} ${a.status} in ${Math.round(a.ms)} ms`).join(', ')}; ` +

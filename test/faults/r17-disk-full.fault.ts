@@ -18,7 +18,7 @@ import { PROVIDERS, postgresAdmin, postgresUrl } from '../support/databases.ts'
 import { POSTGRES_TEMPLATE } from '../support/global-setup.ts'
 import { gqlOk, killAll, startInstance } from '../support/instances.ts'
 import { agentSaid, script, session, settled, startSession } from '../support/instance-sessions.ts'
-import { ADD_MESSAGE, CREATE_TASK, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, type TimedAnswer } from '../support/timed-requests.ts'
+import { ADD_MESSAGE, CREATE_TASK, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, recovery, type TimedAnswer } from '../support/timed-requests.ts'
 import { eventually } from '../support/wait.ts'
 
 const isRoot = process.getuid?.() === 0
@@ -125,14 +125,8 @@ describe.runIf(isRoot).each(PROVIDERS)('R17: the disk under %s fills up, then sp
     free()
     freed = true
     const freedAt = performance.now()
-    const resumed = await eventually(async () => {
-      const answer = await timed(server, CREATE_TASK, { w: workspaceId, t: 'after' })
-      return answer.code === undefined ? answer : undefined
-    }, 10_000)
-    const resumedMs = performance.now() - freedAt
-    acknowledged.push((resumed.data!.createTask as { id: string }).id)
-    await eventually(async () => (await readyz(server)).status === 200, 5_000)
-    const readyMs = performance.now() - freedAt
+    const { taskId: afterId, writesMs: resumedMs, readyMs: readyMs } = await recovery(server, workspaceId, freedAt)
+    acknowledged.push(afterId)
 
     console.info(
       `R17 ${provider}: ${refused.length} writes refused (${[...new Set(refused.map((a) => `${a.code} ${a.status}`))].join(', ')}, slowest ${Math.round(Math.max(...refused.map((a) => a.ms)))} ms), ` +

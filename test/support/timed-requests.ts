@@ -1,6 +1,7 @@
 // GraphQL over HTTP as a client sees it during a fault: how long the answer took, its HTTP status,
 // Retry-After and first error code (the fault scenarios assert UNAVAILABLE 503 within a bound).
 import { INSTANCE_ADMIN_TOKEN, type Instance } from './instances.ts'
+import { eventually } from './wait.ts'
 
 export interface TimedAnswer {
   ms: number
@@ -45,3 +46,17 @@ export const ADD_MESSAGE =
   'mutation ($t: ID!, $s: ID!, $m: ID!, $c: String!) { addMessage(input: { taskId: $t, sessionId: $s, clientMessageId: $m, content: $c }) { message { id } } }'
 export const READ_TASK = 'query ($id: ID!) { task(id: $id) { id title statusSummary { revision } } }'
 export const TASK_IDS = 'query ($w: ID!) { tasks(workspaceId: $w, first: 100) { edges { node { id title } } } }'
+
+/**
+ * After a fault ends: how long until a new task is accepted, then until /readyz is 200 again (ms
+ * after `since`), with the accepted task's id (an acknowledged write the scenario checks later).
+ */
+export async function recovery(instance: Instance, workspaceId: string, since: number): Promise<{ taskId: string; writesMs: number; readyMs: number }> {
+  const accepted = await eventually(async () => {
+    const answer = await timedGraphql(instance, CREATE_TASK, { w: workspaceId, t: 'after the fault' })
+    return answer.code === undefined ? answer : undefined
+  }, 10_000)
+  const writesMs = performance.now() - since
+  await eventually(async () => (await readyz(instance)).status === 200, 5_000)
+  return { taskId: (accepted.data!.createTask as { id: string }).id, writesMs, readyMs: performance.now() - since }
+}
