@@ -17,7 +17,7 @@ export interface OpenDatabaseOptions {
  * database rejects) is the operator's to fix, so it ends the start as one StartupError line.
  */
 export async function openDatabase(config: Config, logger: Logger, options: OpenDatabaseOptions): Promise<Db> {
-  const connect = () => connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery })
+  const connect = () => connectDatabase(config.databaseProvider, config.databaseUrl, { onQuery: options.onQuery, leaseMs: config.sessionLeaseMs })
   let db: Db | undefined
   try {
     db = await connect()

@@ -5,6 +5,10 @@ import { errorFields } from '../observability/error-fields.ts'
 import type { Store } from '../store/store.ts'
 import { expireInstance, reacquireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
 import type { Scheduler } from '../util/scheduler.ts'
+import { FENCE_MARGIN, renewalIntervalMs, renewalRetryMs, WATCHDOG_MARGIN } from './lease-timing.ts'
+
+/** Renewal attempts per heartbeat on SQLite (exclusive), where no fence bounds them. */
+const EXCLUSIVE_ATTEMPTS = 5
 
 /** Readable in logs, unique per process start: a restarted server is a new instance. */
 export function newInstanceId(): string {
@@ -30,26 +34,20 @@ export interface LeaseDeadlines {
   deadline(ms: number | null): void
 }
 
-/** The server ends its own agents this far (a share of the lease) before its lease could expire. */
-export const FENCE_MARGIN = 0.2
-/** The watchdog ends them this far before, when the server itself could not (stalled): later than the server would. */
-export const WATCHDOG_MARGIN = 0.1
-/** Backoff between renewal attempts after a failure, each capped by what is left before the fence. */
-export const RENEWAL_RETRY_MS = [100, 200, 400, 800, 1600] as const
-
 /**
- * This instance's lease: registered at start, renewed every third of SESSION_LEASE_MS (one
+ * This instance's lease: registered at start, renewed every sixth of SESSION_LEASE_MS (one
  * statement, whatever the number of sessions), ended at once on a graceful shutdown so others
  * take the sessions over without waiting for it to lapse.
  *
  * Fencing: every grant (registration, renewal) is timed on this process's monotonic clock from
  * just before its statement, so the lease here never outlives the row other instances read. A
- * failed renewal is retried with backoff inside the lease (a database blip shorter than the lease
- * costs no session); if none succeeds, the agents here end a fifth of the lease before it could
- * expire (`leaseLost`), and the watchdog, told each deadline, ends them a little later should this
- * process be stalled and unable to. Renewals never wait for the maintenance pass (takeovers), so
- * a slow takeover cannot cost the lease. With `exclusive` (SQLite, whose file lock proves this
- * server alone) the lease never expires while the process lives.
+ * failed renewal is retried every quarter second or so up to the fence (lease-timing.ts: an outage
+ * of up to half the lease, whenever it begins, costs no session); if none succeeds, the agents here
+ * end a fifth of the lease before it could expire (`leaseLost`), and the watchdog, told each
+ * deadline, ends them a little later should this process be stalled and unable to. Renewals never
+ * wait for the maintenance pass (takeovers), so a slow takeover cannot cost the lease. With
+ * `exclusive` (SQLite, whose file lock proves this server alone) the lease never expires while the
+ * process lives.
  */
 export class InstanceLease {
   #timer: unknown
@@ -89,7 +87,7 @@ export class InstanceLease {
   }
 
   get intervalMs(): number {
-    return Math.max(100, Math.floor(this.deps.leaseMs / 3))
+    return renewalIntervalMs(this.deps.leaseMs)
   }
 
   async register(): Promise<void> {
@@ -155,24 +153,30 @@ export class InstanceLease {
   }
 
   /**
-   * Renews, retrying a failed attempt with backoff while the lease holds (before the fence).
+   * Renews, retrying a failed attempt until the fence (the database may be back just before it).
    * True: renewed; false: the lease had lapsed in the database; undefined: every attempt failed.
    */
   async #renew(): Promise<boolean | undefined> {
     const { store, logger, leaseMs } = this.deps
+    const firstAt = this.#monotonic()
     for (let attempt = 0; ; attempt++) {
       const startedAt = this.#monotonic()
       try {
         const renewed = await renewInstance(store, this.instanceId, leaseMs)
         if (renewed) this.#granted(startedAt)
+        if (attempt > 0)
+          logger.info({ action: 'instance.renew', attempts: attempt + 1, ms: Math.round(this.#monotonic() - firstAt), renewed }, 'lease renewal went through again')
         return renewed
       } catch (error) {
-        logger.warn({ ...errorFields(error), action: 'instance.renew', attempt: attempt + 1 }, 'lease renewal failed')
-        const delay = RENEWAL_RETRY_MS[Math.min(attempt, RENEWAL_RETRY_MS.length - 1)]!
-        const fenceAt = this.#validUntil - leaseMs * FENCE_MARGIN
+        // The first failure of a pass is a warning; the attempts after it, a few a second, are details.
+        const fields = { ...errorFields(error), action: 'instance.renew', attempt: attempt + 1 }
+        if (attempt === 0) logger.warn(fields, 'lease renewal failed; retrying until the fence')
+        else logger.debug(fields, 'lease renewal failed')
         if (this.#stopped) return undefined
-        // Exclusive: no fence to stay inside; the next heartbeat tries again.
-        if (this.deps.exclusive ? attempt >= RENEWAL_RETRY_MS.length - 1 : this.#monotonic() + delay >= fenceAt) return undefined
+        // Exclusive: no fence to stay inside; after a few attempts the next heartbeat tries again.
+        const left = this.deps.exclusive ? (attempt < EXCLUSIVE_ATTEMPTS - 1 ? leaseMs : 0) : this.#validUntil - leaseMs * FENCE_MARGIN - this.#monotonic()
+        const delay = renewalRetryMs(attempt, left, leaseMs)
+        if (delay === undefined) return undefined
         await new Promise<void>((resolve) => this.#timers.setTimeout(resolve, delay))
       }
     }

@@ -1,6 +1,10 @@
 import type { GitMonitor } from '../git/monitor.ts'
+import { errorFields } from '../observability/error-fields.ts'
 import { recoverSessions, type RecoveryOptions } from '../recovery/startup-recovery.ts'
+import { isDatabaseUnavailable } from '../store/db.ts'
 import { takeOverExpiredSessions } from '../store/instances.ts'
+import { retryWrite } from '../agents/retry-write.ts'
+import { realScheduler } from '../util/scheduler.ts'
 import type { InstanceMetrics } from './instance-metrics.ts'
 
 /**
@@ -18,7 +22,14 @@ export async function takeOverExpired(
   for (const id of expiredInstances) options.git?.unfocusInstance(id)
   if (claimed.length === 0) return { claimed, recovered: undefined }
   // Their owner lost them: the turns it left open were cut off by that loss, not by a restart here.
-  const recovered = await recoverSessions(options, claimed, 'OWNER_LOST')
+  // The claim has committed, so no later pass finds these sessions again: a recovery the database
+  // refused for now (a lock wait past lock_timeout, a blip) is tried again (it can run twice).
+  const recovered = await retryWrite(() => recoverSessions(options, claimed, 'OWNER_LOST'), {
+    scheduler: realScheduler,
+    retryable: isDatabaseUnavailable,
+    onRetry: (error, attempt) =>
+      options.logger.warn({ ...errorFields(error), action: 'instance.takeover', attempt, sessions: claimed.length }, 'recovering taken-over sessions failed, retrying'),
+  })
   options.metrics?.takeovers.inc({ reason: options.reason }, claimed.length)
   options.logger.info(
     { action: 'instance.takeover', reason: options.reason, sessions: claimed.length, expiredInstances: expiredInstances.length, ...recovered },

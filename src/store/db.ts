@@ -3,6 +3,8 @@ import type { DatabaseProvider } from '../config/config.ts'
 import type { Pool, PoolClient } from 'pg'
 import { LockAwareSqliteFactory, sqliteCodeOf } from './sqlite-adapter.ts'
 import { withinDeadline } from '../util/deadline.ts'
+import { postgresLimits } from './postgres-limits.ts'
+import { RollbackSafePgFactory } from './postgres-adapter.ts'
 
 /**
  * The Prisma client of the configured provider. Both generated clients come from the same
@@ -36,8 +38,21 @@ const SATURATION_CODES: ReadonlySet<string> = new Set(['P2024', 'P2028', 'P2034'
  */
 const POOL_TIMEOUT_MESSAGES: ReadonlySet<string> = new Set(['timeout exceeded when trying to connect', 'Connection terminated due to connection timeout'])
 
+/**
+ * PostgreSQL's SQLSTATEs for the same, as the driver adapter passes them on (a DriverAdapterError
+ * for model queries, P2010 for raw SQL, pg's own error): a statement that waited for a lock past
+ * lock_timeout (55P03) or ran past a statement_timeout (57014), a transaction the server ended
+ * after idle_in_transaction_session_timeout (25P03; its next statement usually meets the closed
+ * connection instead, which is isDatabaseUnreachable's), a serialization failure or deadlock
+ * (40001, 40P01). The limits are the lease's fence (postgres-limits.ts); a healthy instance meets
+ * them only when it was too slow, and nothing of the statement or its transaction was committed.
+ */
+const SATURATION_SQLSTATES: ReadonlySet<string> = new Set(['55P03', '57014', '25P03', '40001', '40P01'])
+
 export function isDatabaseSaturated(error: unknown): boolean {
   if (!(error instanceof Error)) return false
+  const sqlState = sqlStateOf(error)
+  if (sqlState !== undefined && SATURATION_SQLSTATES.has(sqlState)) return true
   const code = (error as { code?: unknown }).code
   if (error.name === 'PrismaClientKnownRequestError') return typeof code === 'string' && SATURATION_CODES.has(code)
   return code === undefined && POOL_TIMEOUT_MESSAGES.has(error.message)
@@ -196,6 +211,12 @@ function releasingDeadConnections(pool: Pool): Pool {
 export interface ConnectOptions {
   /** Called with every SQL statement Prisma sends (used to prove read paths do not N+1). */
   onQuery?: (sql: string) => void
+  /**
+   * SESSION_LEASE_MS of the server this connects for: on PostgreSQL every connection then runs with
+   * time limits that end what a stalled holder leaves open well inside the lease (postgres-limits.ts).
+   * Absent (tools, tests): the server's defaults, no limits.
+   */
+  leaseMs?: number
 }
 
 export async function connectDatabase(provider: DatabaseProvider, url: string, options: ConnectOptions = {}): Promise<Db> {
@@ -225,9 +246,12 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
     import('@prisma/adapter-pg'),
     import('pg'),
   ])
-  const pool = releasingDeadConnections(new pg.Pool({ connectionString: url, max: POSTGRES_POOL_SIZE, connectionTimeoutMillis: TRANSACTION_OPTIONS.maxWait }))
+  const limits = options.leaseMs === undefined ? {} : postgresLimits(options.leaseMs)
+  const pool = releasingDeadConnections(
+    new pg.Pool({ connectionString: url, max: POSTGRES_POOL_SIZE, connectionTimeoutMillis: TRANSACTION_OPTIONS.maxWait, ...limits }),
+  )
   const db = new PgClient({
-    adapter: new PrismaPg(pool, { disposeExternalPool: true }),
+    adapter: new RollbackSafePgFactory(new PrismaPg(pool, { disposeExternalPool: true })),
     log,
     transactionOptions: TRANSACTION_OPTIONS,
   })

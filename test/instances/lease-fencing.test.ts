@@ -1,5 +1,6 @@
-// The lease as a fence (MAPPING "Outages and stalls"): a failed renewal is retried with backoff
-// inside the lease, so a database blip shorter than it ends nothing; with no renewal in time the
+// The lease as a fence (MAPPING "Outages and stalls"): a failed renewal is retried up to the
+// fence, so a database outage of up to half the lease ends nothing, whenever it begins in the
+// renewal cycle (src/instances/lease-timing.ts); with no renewal in time the
 // agents here end a fifth of the lease before it could expire, and the watchdog is told a later
 // deadline for when this process could not do it itself; on SQLite the lease never ends the
 // server's own sessions. Real SQLite; the database failures are injected (failing-store.ts),
@@ -11,6 +12,7 @@ import { manualTimers } from '../support/manual-timers.ts'
 import { failingStore } from '../agents/failing-store.ts'
 import { eventually } from '../support/wait.ts'
 import { InstanceLease, type LeaseHooks } from '../../src/instances/instance-lease.ts'
+import { FENCE_MARGIN, RENEWAL_RETRY_MS, toleratedOutageMs } from '../../src/instances/lease-timing.ts'
 
 const LEASE = 10_000
 
@@ -49,25 +51,23 @@ describe('the lease as a fence', () => {
       w.clock.advance(ms)
       timers.advance(ms)
     }
-    /** Runs a heartbeat, moving time by each backoff the renewal waits for, until it is done. */
+    /** Runs a heartbeat, moving time in small steps while the renewal waits between attempts, until it is done. */
     async function tickThrough(): Promise<void> {
       let done = false
       const pass = lease.tick().finally(() => (done = true))
       const fenceOnly = timers.pendingCount
       while (!done) {
-        // The pass waits on a backoff timer (one more pending) or is done.
+        // The pass waits on a pause between attempts (one more timer pending) or is done.
         await eventually(() => done || timers.pendingCount > fenceOnly, 5000)
-        if (!done) advance(nextBackoff())
+        if (!done) advance(RENEWAL_RETRY_MS[0])
       }
       await pass
     }
-    let backoffs = [100, 200, 400, 800, 1600]
-    const nextBackoff = () => (backoffs.length > 1 ? backoffs.shift()! : backoffs[0]!)
-    return { lease, db, calls, deadlines, advance, tickThrough, resetBackoff: () => (backoffs = [100, 200, 400, 800, 1600]), timers }
+    return { lease, db, calls, deadlines, advance, tickThrough, timers }
   }
 
-  it('a renewal that fails is retried with backoff inside the lease: a blip shorter than the lease ends nothing', async () => {
-    const { lease, db, calls, deadlines, advance, tickThrough } = leaseWith()
+  it('a renewal that fails is retried inside the lease: a blip ends nothing', async () => {
+    const { lease, db, calls, deadlines, advance, tickThrough, timers } = leaseWith()
     await lease.register()
     // Each grant tells the watchdog: gone a tenth of the lease before it expires.
     expect(deadlines).toEqual([LEASE - LEASE / 10])
@@ -79,27 +79,45 @@ describe('the lease as a fence', () => {
     expect(lease.valid).toBe(true)
     expect(deadlines).toHaveLength(2)
     expect(deadlines[1]).toBe(LEASE - LEASE / 10)
-    // Past the first grant's fence: the renewal (after 300 ms of retries) moved it on.
-    advance(LEASE - lease.intervalMs)
+    // Past the first grant's fence: the renewal (after two retries) moved it on.
+    advance(LEASE * (1 - FENCE_MARGIN) - timers.now + 100)
     expect(calls).toEqual(['afterRenewal'])
   })
 
-  it('with no renewal in time the agents end a fifth of the lease before it could expire; a later renewal recovers what they left', async () => {
-    const { lease, db, calls, advance, tickThrough, timers, resetBackoff } = leaseWith()
+  it('an outage of up to half the lease ends nothing, even when it begins just before a renewal is due', async () => {
+    const { lease, db, calls, advance, tickThrough, timers } = leaseWith()
+    expect(toleratedOutageMs(LEASE)).toBeGreaterThanOrEqual(LEASE / 2)
     await lease.register()
-    db.fail({ model: 'serverInstance', method: 'updateMany', times: 1000 })
-    advance(lease.intervalMs)
-    // Retries until the next backoff would pass the fence; then the pass gives up without ending anything itself.
+    // The worst phase: the last grant is a whole interval old when the database goes away.
+    advance(lease.intervalMs - 1)
+    const back = timers.now + toleratedOutageMs(LEASE)
+    db.fail({ model: 'serverInstance', method: 'updateMany', times: 1_000_000, when: () => timers.now < back })
+    advance(1)
     await tickThrough()
-    expect(calls).toEqual([])
-    expect(db.failed.length).toBeGreaterThan(3)
-    // The fence: a fifth of the lease before it expires, by this process's own clock.
-    advance(LEASE * 0.8 - timers.now)
+    expect(timers.now).toBeGreaterThanOrEqual(back)
+    expect(calls).toEqual(['afterRenewal'])
+    expect(lease.valid).toBe(true)
+    // And so on: the next renewals hold it.
+    for (let i = 0; i < 6; i++) {
+      advance(lease.intervalMs)
+      await tickThrough()
+    }
+    expect(calls.filter((c) => c.startsWith('leaseLost'))).toEqual([])
+  })
+
+  it('with no renewal in time the agents end a fifth of the lease before it could expire; a later renewal recovers what they left', async () => {
+    const { lease, db, calls, advance, tickThrough, timers } = leaseWith()
+    await lease.register()
+    db.fail({ model: 'serverInstance', method: 'updateMany', times: 1_000_000 })
+    advance(lease.intervalMs)
+    // Retries up to the fence, a fifth of the lease before it expires, by this process's own clock; then the pass gives up.
+    await tickThrough()
     expect(calls).toEqual([`leaseLost@${LEASE * 0.8}`])
+    expect(db.failed.length).toBeGreaterThan(20)
+    expect(timers.now).toBeLessThan(LEASE * 0.8 + RENEWAL_RETRY_MS[0] + 1)
     expect(lease.valid).toBe(true)
     // The database is back before the lease ran out: it renews, and the sessions' open work is recovered.
     db.lift()
-    resetBackoff()
     advance(LEASE * 0.1)
     await tickThrough()
     expect(calls).toEqual([`leaseLost@${LEASE * 0.8}`, 'recoverOwned', 'afterRenewal'])

@@ -21,7 +21,7 @@ export async function startTestServer(
   const adminToken = `admin_${randomBytes(16).toString('hex')}`
   const databaseUrl = options.databaseUrl ?? (await migratedDatabase(provider))
   // A test that counts statements counts those of its requests: the lease heartbeat (its own
-  // timer, every third of SESSION_LEASE_MS) would add some at random, so it is made rare there.
+  // timer, every sixth of SESSION_LEASE_MS) would add some at random, so it is made rare there.
   const lease = options.onQuery ? { SESSION_LEASE_MS: '3600000' } : {}
   const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, ADMIN_TOKEN: adminToken, REPOSITORY_ROOTS: os.tmpdir(), ...lease, ...options.env })
   const server = await startServer(config, {
