@@ -46,10 +46,11 @@ const lockHeld = (error: unknown) => LOCK_HELD_CODES.has(sqliteCodeOf(error) ?? 
  * for inside the transaction (where SQLite's rule is to roll back, not retry). They are serialized
  * by a mutex held from BEGIN to COMMIT or ROLLBACK only, never while waiting for another process.
  *
- * Prisma's own adapter released its mutex in commit(), which Prisma calls only after a COMMIT
- * statement succeeded: a COMMIT that failed (SQLITE_FULL on a full disk) left the mutex held and,
- * for busy errors, the transaction open, so every later write waited for good. Here a failed COMMIT
- * rolls back whatever SQLite left open and releases the mutex itself.
+ * Prisma's own adapter released its mutex in commit() and rollback(), which Prisma calls only
+ * after its COMMIT or ROLLBACK statement succeeded: a write that failed on a full disk (SQLite
+ * then rolls back by itself, so the ROLLBACK after it fails) left the mutex held, and every later
+ * write waited for good. Here a failed COMMIT rolls back whatever SQLite left open, a failed
+ * ROLLBACK finds nothing open, and either releases the mutex itself.
  */
 export class LockAwareSqliteFactory implements SqlDriverAdapterFactory {
   readonly provider = 'sqlite'
@@ -164,7 +165,11 @@ class LockAwareTransaction implements Transaction {
     try {
       return await this.#inner.executeRaw(query)
     } catch (error) {
-      if (query.sql === 'COMMIT' || query.sql === 'ROLLBACK') await this.#abandon()
+      if (query.sql === 'COMMIT') await this.#abandon()
+      // A ROLLBACK fails only when SQLite already rolled the transaction back itself (after a full
+      // disk or an I/O error): nothing is left to undo, and the statement's own failure, not this
+      // one, is what the caller must see. Prisma may also roll back from a timer nobody awaits.
+      else if (query.sql === 'ROLLBACK') return (this.#done(), 0)
       throw error
     }
   }
@@ -180,10 +185,10 @@ class LockAwareTransaction implements Transaction {
   }
 
   /**
-   * COMMIT or ROLLBACK failed, and Prisma will not call commit() or rollback() after that. SQLite
-   * leaves the transaction open after some failures (busy) and rolls it back itself after others
-   * (full, I/O): a ROLLBACK ends the first and is refused by the second (nothing is open), either
-   * way nothing of it stays, and the connection is free for the next transaction.
+   * COMMIT failed, and Prisma will not call commit() or rollback() after that. SQLite leaves the
+   * transaction open after some failures (busy, a deferred constraint) and rolls it back itself
+   * after others (full, I/O): a ROLLBACK ends the first and is refused by the second (nothing is
+   * open); either way nothing of it stays, and the connection is free for the next transaction.
    */
   async #abandon(): Promise<void> {
     await this.#inner.executeRaw(ROLLBACK).catch(() => undefined)

@@ -94,6 +94,18 @@ describe('the SQLite adapter waits out another process’s lock off the event lo
   })
 })
 
+describe('a ROLLBACK on a transaction SQLite already ended', () => {
+  it('resolves (Prisma may send it from a timer nobody awaits) and releases the transaction', async () => {
+    const { adapter } = await fileWithTwoConnections(() => undefined)
+    const tx = await adapter.startTransaction()
+    await adapter.executeRaw(query('ROLLBACK')) // what SQLite does by itself after a full disk
+    expect(await tx.executeRaw(query('ROLLBACK'))).toBe(0)
+    const next = await withinDeadline(1_000, adapter.startTransaction())
+    await next.executeRaw(query('ROLLBACK'))
+    await next.rollback()
+  })
+})
+
 describe('a COMMIT that fails', () => {
   let db: Db
   afterEach(() => db?.$disconnect())
@@ -114,6 +126,27 @@ describe('a COMMIT that fails', () => {
       }),
     )
     expect(await db.$queryRawUnsafe('SELECT parent FROM child')).toEqual([{ parent: 1 }])
+  })
+})
+
+describe('a ROLLBACK that finds nothing open', () => {
+  let db: Db
+  afterEach(() => db?.$disconnect())
+
+  it('lets the transaction’s own error through and frees the connection for the next transaction', async () => {
+    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
+    await db.$executeRawUnsafe('CREATE TABLE item (id INTEGER PRIMARY KEY)')
+    // As SQLite does by itself after a full disk or an I/O error: the transaction is gone before Prisma's ROLLBACK.
+    const failed = await db
+      .$transaction(async (tx) => {
+        await tx.$executeRawUnsafe('INSERT INTO item (id) VALUES (1)')
+        await tx.$executeRawUnsafe('ROLLBACK')
+        throw new Error('the write failed')
+      })
+      .catch((e: unknown) => e)
+    expect(failed).toMatchObject({ message: 'the write failed' })
+    await withinDeadline(5_000, db.$transaction((tx) => tx.$executeRawUnsafe('INSERT INTO item (id) VALUES (2)')))
+    expect(await db.$queryRawUnsafe('SELECT id FROM item')).toEqual([{ id: 2 }])
   })
 })
 
