@@ -1,7 +1,13 @@
 import type { Scheduler } from '../util/scheduler.ts'
 
-/** Backoff between attempts of a failed store write: a busy SQLite or a reset Postgres connection usually recovers within these. */
-export const WRITE_RETRY_DELAYS_MS = [50, 250, 1000, 4000] as const
+/**
+ * Backoff between attempts of a failed store write: about 11 s in all. A reset connection recovers
+ * within the first pauses; the rest outlasts what the session's owner survives without a write (a
+ * PostgreSQL outage up to 80 % of the default 10 s lease, fault test R14) and a SQLite file another
+ * process locks for seconds (R16), so none of the agent's writes is dropped in either. (The old
+ * 5.3 s gave up inside outages the lease itself survived.)
+ */
+export const WRITE_RETRY_DELAYS_MS: readonly number[] = [50, 250, 500, ...Array<number>(10).fill(1000)]
 
 /**
  * Runs a write again after each delay while it fails; the last failure is thrown. Only for writes
