@@ -43,8 +43,10 @@ const lockHeld = (error: unknown) => LOCK_HELD_CODES.has(sqliteCodeOf(error) ?? 
  * again after a pause until its budget is spent, and then fails busy (answered UNAVAILABLE).
  *
  * Transactions begin IMMEDIATE, so the write lock is taken before anything is read and never waited
- * for inside the transaction (where SQLite's rule is to roll back, not retry). They are serialized
- * by a mutex held from BEGIN to COMMIT or ROLLBACK only, never while waiting for another process.
+ * for inside the transaction (where SQLite's rule is to roll back, not retry). A mutex is held from
+ * BEGIN to COMMIT or ROLLBACK, never while waiting for another process; statements outside a
+ * transaction take it too, so none runs inside another request's transaction (Prisma's adapter let
+ * them, and a rollback took back writes already acknowledged).
  *
  * Prisma's own adapter released its mutex in commit() and rollback(), which Prisma calls only
  * after its COMMIT or ROLLBACK statement succeeded: a write that failed on a full disk (SQLite
@@ -86,16 +88,20 @@ export class LockAwareSqliteAdapter implements SqlDriverAdapter {
     this.#now = options.now ?? (() => performance.now())
   }
 
+  // Every request shares this one connection: a statement made while another request's transaction
+  // is open would run inside it and be rolled back with it, though already acknowledged. So it
+  // waits for the transaction to end (transactions here are short; none holds the mutex while it
+  // waits for another process's lock).
   queryRaw(query: SqlQuery) {
-    return this.#waitingOutLocks(() => this.#inner.queryRaw(query))
+    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.queryRaw(query)))
   }
 
   executeRaw(query: SqlQuery) {
-    return this.#waitingOutLocks(() => this.#inner.executeRaw(query))
+    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.executeRaw(query)))
   }
 
   executeScript(script: string) {
-    return this.#waitingOutLocks(() => this.#inner.executeScript(script))
+    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.executeScript(script)))
   }
 
   getConnectionInfo() {

@@ -98,7 +98,8 @@ describe('a ROLLBACK on a transaction SQLite already ended', () => {
   it('resolves (Prisma may send it from a timer nobody awaits) and releases the transaction', async () => {
     const { adapter } = await fileWithTwoConnections(() => undefined)
     const tx = await adapter.startTransaction()
-    await adapter.executeRaw(query('ROLLBACK')) // what SQLite does by itself after a full disk
+    // The transaction ends inside, as SQLite ends it by itself after a full disk; Prisma's ROLLBACK then finds nothing open.
+    await tx.executeRaw(query('ROLLBACK'))
     expect(await tx.executeRaw(query('ROLLBACK'))).toBe(0)
     const next = await withinDeadline(1_000, adapter.startTransaction())
     await next.executeRaw(query('ROLLBACK'))
@@ -146,6 +147,36 @@ describe('a ROLLBACK that finds nothing open', () => {
       .catch((e: unknown) => e)
     expect(failed).toMatchObject({ message: 'the write failed' })
     await withinDeadline(5_000, db.$transaction((tx) => tx.$executeRawUnsafe('INSERT INTO item (id) VALUES (2)')))
+    expect(await db.$queryRawUnsafe('SELECT id FROM item')).toEqual([{ id: 2 }])
+  })
+})
+
+describe('a statement made while a transaction is open', () => {
+  let db: Db
+  afterEach(() => db?.$disconnect())
+
+  it('is not part of it: an acknowledged write survives the rollback of a transaction open at the same time', async () => {
+    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
+    await db.$executeRawUnsafe('CREATE TABLE item (id INTEGER PRIMARY KEY)')
+    let inside!: () => void
+    const open = new Promise<void>((resolve) => (inside = resolve))
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    // One connection serves every request: a write another request makes while this transaction
+    // awaits must not run inside it, or its rollback takes back a write already acknowledged.
+    const rolledBack = db
+      .$transaction(async (tx) => {
+        await tx.$executeRawUnsafe('INSERT INTO item (id) VALUES (1)')
+        inside()
+        await held
+        throw new Error('refused')
+      })
+      .catch((e: unknown) => e)
+    await open
+    const acknowledged = db.$executeRawUnsafe('INSERT INTO item (id) VALUES (2)')
+    setTimeout(release, 50)
+    expect(await acknowledged).toBe(1)
+    expect(await rolledBack).toMatchObject({ message: 'refused' })
     expect(await db.$queryRawUnsafe('SELECT id FROM item')).toEqual([{ id: 2 }])
   })
 })
