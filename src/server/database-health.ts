@@ -51,10 +51,6 @@ export class DatabaseHealth {
     return this.#reachable
   }
 
-  get writable(): boolean {
-    return this.#writable
-  }
-
   /** What /readyz waits for while down. */
   get waitingFor(): string[] {
     return [...(this.#reachable ? [] : ['database']), ...(this.#writable ? [] : ['database writes'])]

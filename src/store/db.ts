@@ -88,12 +88,19 @@ const CONNECTION_LOST_MESSAGES: ReadonlySet<string> = new Set([
 /** Node's socket errors for a server that is not there (or went away): what pg raises before Prisma maps it. */
 const SOCKET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH'])
 
-function unreachableCause(cause: unknown): boolean {
-  if (typeof cause !== 'object' || cause === null) return false
-  const { kind, code, originalCode } = cause as { kind?: unknown; code?: unknown; originalCode?: unknown }
-  if (typeof kind === 'string' && UNREACHABLE_KINDS.has(kind)) return true
-  const sqlState = typeof originalCode === 'string' ? originalCode : code
-  return kind === 'postgres' && typeof sqlState === 'string' && UNREACHABLE_SQLSTATE.test(sqlState)
+/** The driver adapter's account of an error (its kind, the database's own code), as Prisma passes it on. */
+function adapterCauseOf(error: Error): { kind?: unknown; originalCode?: unknown } | undefined {
+  const { meta, cause } = error as { meta?: { driverAdapterError?: { cause?: unknown } }; cause?: unknown }
+  const adapterCause = error.name === 'DriverAdapterError' ? cause : meta?.driverAdapterError?.cause
+  return typeof adapterCause === 'object' && adapterCause !== null ? adapterCause : undefined
+}
+
+/** The SQLSTATE of a PostgreSQL error, raised by pg or passed on by Prisma's pg adapter. */
+function sqlStateOf(error: Error): string | undefined {
+  const adapterCause = adapterCauseOf(error)
+  if (adapterCause?.kind === 'postgres' && typeof adapterCause.originalCode === 'string') return adapterCause.originalCode
+  const { code, severity } = error as { code?: unknown; severity?: unknown }
+  return typeof code === 'string' && typeof severity === 'string' ? code : undefined
 }
 
 /**
@@ -107,15 +114,19 @@ function unreachableCause(cause: unknown): boolean {
  */
 export function isDatabaseUnreachable(error: unknown): boolean {
   if (!(error instanceof Error)) return false
-  const { code, meta, cause } = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: unknown } }; cause?: unknown }
+  const kind = adapterCauseOf(error)?.kind
+  if (typeof kind === 'string' && UNREACHABLE_KINDS.has(kind)) return true
+  const sqlState = sqlStateOf(error)
+  if (sqlState !== undefined && UNREACHABLE_SQLSTATE.test(sqlState)) return true
+  const { code } = error as { code?: unknown }
   switch (error.name) {
     case 'PrismaClientKnownRequestError':
     case 'PrismaClientInitializationError':
-      return (typeof code === 'string' && UNREACHABLE_CODES.has(code)) || unreachableCause(meta?.driverAdapterError?.cause)
+      return typeof code === 'string' && UNREACHABLE_CODES.has(code)
     case 'DriverAdapterError':
-      return unreachableCause(cause)
+      return false
   }
-  if (typeof code === 'string') return SOCKET_CODES.has(code) || (typeof (error as { severity?: unknown }).severity === 'string' && UNREACHABLE_SQLSTATE.test(code))
+  if (typeof code === 'string') return SOCKET_CODES.has(code)
   return CONNECTION_LOST_MESSAGES.has(error.message)
 }
 
@@ -128,14 +139,6 @@ const SQLITE_WRITE_REFUSED = /^SQLITE_(BUSY|LOCKED|FULL|IOERR)/
 
 /** PostgreSQL's SQLSTATE for a full disk: disk_full, "could not extend file … No space left on device". */
 const POSTGRES_DISK_FULL = '53100'
-
-/** The SQLSTATE of a PostgreSQL error, raised by pg or passed on by Prisma's pg adapter. */
-function sqlStateOf(error: Error): string | undefined {
-  const { code, meta, cause } = error as { code?: unknown; meta?: { driverAdapterError?: { cause?: unknown } }; cause?: unknown }
-  const adapterCause = (meta?.driverAdapterError?.cause ?? (error.name === 'DriverAdapterError' ? cause : undefined)) as { kind?: unknown; originalCode?: unknown } | undefined
-  if (adapterCause?.kind === 'postgres' && typeof adapterCause.originalCode === 'string') return adapterCause.originalCode
-  return typeof code === 'string' && typeof (error as { severity?: unknown }).severity === 'string' ? code : undefined
-}
 
 /**
  * Errors that mean "the database answers but takes no write now", measured with a real file and a
