@@ -4,7 +4,7 @@ import { OwnershipLostError } from '../store/store.ts'
 import { errorFields } from '../observability/error-fields.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import type { StageContext } from '../observability/tracing.ts'
-import { retryWrite } from './retry-write.ts'
+import { retryWrite } from '../util/retry-write.ts'
 
 /**
  * Fencing, on this side: the writes and publications of one session's runtime go out only while

@@ -3,7 +3,7 @@ import { errorFields } from '../observability/error-fields.ts'
 import { recoverSessions, type RecoveryOptions } from '../recovery/startup-recovery.ts'
 import { isDatabaseUnavailable } from '../store/db.ts'
 import { takeOverExpiredSessions } from '../store/instances.ts'
-import { retryWrite } from '../agents/retry-write.ts'
+import { retryWrite } from '../util/retry-write.ts'
 import { realScheduler } from '../util/scheduler.ts'
 import type { InstanceMetrics } from './instance-metrics.ts'
 

@@ -1,4 +1,4 @@
-import type { Scheduler } from '../util/scheduler.ts'
+import type { Scheduler } from './scheduler.ts'
 
 /**
  * Backoff between attempts of a failed store write: about 11 s in all. A reset connection recovers
