@@ -1,3 +1,4 @@
+import { Semaphore } from 'async-mutex'
 import type { Scheduler } from '../util/scheduler.ts'
 
 export interface MembershipRecheckDeps {
@@ -36,22 +37,21 @@ interface Pair {
  */
 export class MembershipRecheck {
   readonly #pairs = new Map<string, Pair>()
-  readonly #queue: Pair[] = []
   readonly #retryMs: number
-  readonly #concurrency: number
+  /** Reads in flight at once: a burst of due pairs (after a pub/sub gap) waits its turn here. */
+  readonly #reads: Semaphore
   /**
    * Pairs due this much after the one that fires the timer are read with it: one wake-up per
    * slack at most, however many pairs (a pair is read at most this much before its bound).
    */
   readonly #slackMs: number
-  #inFlight = 0
   #timer: unknown
   #timerAt = Infinity
   #stopped = false
 
   constructor(private readonly deps: MembershipRecheckDeps) {
     this.#retryMs = deps.retryMs ?? Math.min(1_000, deps.boundMs)
-    this.#concurrency = deps.concurrency ?? 8
+    this.#reads = new Semaphore(deps.concurrency ?? 8)
     this.#slackMs = deps.boundMs / 20
   }
 
@@ -103,12 +103,12 @@ export class MembershipRecheck {
   /** No more reads (the server is stopping); what is tracked is forgotten. */
   stop(): void {
     this.#stopped = true
+    // Reads still waiting their turn find their pair untracked and do nothing.
     this.#pairs.clear()
-    this.#queue.length = 0
     this.#disarm()
   }
 
-  /** Queues every pair due within the slack, and sets the timer for the earliest of the others. */
+  /** Reads every pair due within the slack (at most `concurrency` at once), and sets the timer for the earliest of the others. */
   readonly #tick = (): void => {
     this.#timer = undefined
     this.#timerAt = Infinity
@@ -118,24 +118,15 @@ export class MembershipRecheck {
       if (pair.reading) continue
       if (pair.dueAt <= horizon) {
         pair.reading = true
-        this.#queue.push(pair)
+        this.#reads.runExclusive(() => this.#read(pair)).catch((error: unknown) => this.#report(error))
       } else earliest = Math.min(earliest, pair.dueAt)
     }
-    this.#pump()
     if (earliest < Infinity) this.#armFor(earliest)
   }
 
-  #pump(): void {
-    while (this.#inFlight < this.#concurrency && this.#queue.length > 0) {
-      const pair = this.#queue.shift()!
-      // Released while it waited its turn: no read for nobody.
-      if (!this.#isTracked(pair)) continue
-      this.#inFlight++
-      this.#read(pair).catch((error: unknown) => this.#report(error))
-    }
-  }
-
   async #read(pair: Pair): Promise<void> {
+    // Released while it waited its turn: no read for nobody.
+    if (!this.#isTracked(pair)) return void (pair.reading = false)
     const startedAt = this.deps.now()
     let member: boolean | undefined
     try {
@@ -143,7 +134,6 @@ export class MembershipRecheck {
     } catch (error) {
       this.#report(error)
     }
-    this.#inFlight--
     pair.reading = false
     // Released (and perhaps tracked anew) meanwhile: this read is nobody's any more.
     if (this.#isTracked(pair)) {
@@ -151,7 +141,6 @@ export class MembershipRecheck {
       else if (member) pair.dueAt = Math.max(pair.dueAt, startedAt + this.deps.boundMs)
       else this.#end(pair)
     }
-    this.#pump()
     if (this.#isTracked(pair)) this.#armFor(pair.dueAt)
   }
 

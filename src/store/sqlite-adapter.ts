@@ -20,7 +20,7 @@ export interface LockWaitOptions {
   now?: () => number
 }
 
-export const SQLITE_LOCK_WAITS: LockWaitOptions = { budgetMs: 500, delaysMs: [2, 5, 10, 20, 40, 80, 100] }
+const SQLITE_LOCK_WAITS: LockWaitOptions = { budgetMs: 500, delaysMs: [2, 5, 10, 20, 40, 80, 100] }
 
 /** The SQLite result code of an error the driver or the adapter raised, if any. */
 export function sqliteCodeOf(error: unknown): string | undefined {
@@ -93,15 +93,15 @@ export class LockAwareSqliteAdapter implements SqlDriverAdapter {
   // waits for the transaction to end (transactions here are short; none holds the mutex while it
   // waits for another process's lock).
   queryRaw(query: SqlQuery) {
-    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.queryRaw(query)))
+    return this.#outsideTransactions(() => this.#inner.queryRaw(query))
   }
 
   executeRaw(query: SqlQuery) {
-    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.executeRaw(query)))
+    return this.#outsideTransactions(() => this.#inner.executeRaw(query))
   }
 
   executeScript(script: string) {
-    return this.#waitingOutLocks(() => this.#transactions.runExclusive(() => this.#inner.executeScript(script)))
+    return this.#outsideTransactions(() => this.#inner.executeScript(script))
   }
 
   getConnectionInfo() {
@@ -129,11 +129,12 @@ export class LockAwareSqliteAdapter implements SqlDriverAdapter {
     }
   }
 
-  async #waitingOutLocks<T>(run: () => Promise<T>): Promise<T> {
+  /** A statement between transactions, tried again while another process holds the lock. */
+  async #outsideTransactions<T>(run: () => Promise<T>): Promise<T> {
     const deadline = this.#now() + this.#options.budgetMs
     for (let attempt = 0; ; attempt++) {
       try {
-        return await run()
+        return await this.#transactions.runExclusive(run)
       } catch (error) {
         await this.#pauseOrThrow(error, attempt, deadline)
       }
@@ -175,7 +176,10 @@ class LockAwareTransaction implements Transaction {
       // A ROLLBACK fails only when SQLite already rolled the transaction back itself (after a full
       // disk or an I/O error): nothing is left to undo, and the statement's own failure, not this
       // one, is what the caller must see. Prisma may also roll back from a timer nobody awaits.
-      else if (query.sql === 'ROLLBACK') return (this.#done(), 0)
+      else if (query.sql === 'ROLLBACK') {
+        this.#done()
+        return 0
+      }
       throw error
     }
   }
