@@ -11,8 +11,8 @@ import { randomUUID } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import { migratedDatabase } from '../support/databases.ts'
 import { gqlOk, killAll, metricValue, startInstance } from '../support/instances.ts'
-import { ADD_MESSAGE, CREATE_TASK, p99, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, recovery, UPDATE_TASK, type TimedAnswer } from '../support/timed-requests.ts'
-import { addMessage, agentSaid, script, session, settled, startSession } from '../support/instance-sessions.ts'
+import { ADD_MESSAGE, CREATE_TASK, p99, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, readySession, recovery, UPDATE_TASK, type TimedAnswer } from '../support/timed-requests.ts'
+import { addMessage, agentSaid, script, session } from '../support/instance-sessions.ts'
 import { eventually } from '../support/wait.ts'
 
 const LOCK_MS = 8_000
@@ -41,14 +41,8 @@ describe('R16: another process holds the SQLite write lock', () => {
     const databaseUrl = await migratedDatabase('sqlite')
     const file = databaseUrl.replace(/^file:/, '')
     const server = await startInstance('embedded', { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' }, children)
-    const { createWorkspace } = await gqlOk<{ createWorkspace: { id: string } }>(server, 'mutation { createWorkspace(name: "locked") { id } }')
-    const workspaceId = createWorkspace.id
-    const acknowledged: string[] = []
-    const created = await timed(server, CREATE_TASK, { w: workspaceId, t: 'before the lock' })
-    const taskId = (created.data!.createTask as { id: string }).id
-    acknowledged.push(taskId)
-    const sessionId = await startSession(server, taskId, script({ say: 'ready' }))
-    await eventually(async () => settled(await session(server, sessionId)), 30_000)
+    const { workspaceId, taskId, sessionId } = await readySession(server)
+    const acknowledged = [taskId]
 
     await metricValue(server, 'nodejs_eventloop_lag_max_seconds') // resets the event loop's histogram
     const lock = await holdWriteLock(file)
@@ -108,7 +102,7 @@ describe('R16: another process holds the SQLite write lock', () => {
     // Nothing refused was half-done, and the session takes its next message as before.
     const { tasks } = await gqlOk<{ tasks: { edges: { node: { id: string; title: string } }[] } }>(server, TASK_IDS, { w: workspaceId })
     expect(tasks.edges.map((e) => e.node.id).sort()).toEqual([...acknowledged].sort())
-    expect(tasks.edges.find((e) => e.node.id === taskId)?.node.title).toBe('before the lock')
+    expect(tasks.edges.find((e) => e.node.id === taskId)?.node.title).toBe('before the fault')
     expect((await addMessage(server, taskId, sessionId, script({ say: 'after the lock' }))).errors).toBeUndefined()
     await eventually(async () => agentSaid(await session(server, sessionId)).includes('after the lock'), 30_000)
     expect(agentSaid(await session(server, sessionId))).toEqual(['ready', 'after the lock'])

@@ -17,8 +17,8 @@ import type { DatabaseProvider } from '../../src/config/config.ts'
 import { PROVIDERS, postgresAdmin, postgresUrl } from '../support/databases.ts'
 import { POSTGRES_TEMPLATE } from '../support/global-setup.ts'
 import { gqlOk, killAll, startInstance } from '../support/instances.ts'
-import { agentSaid, script, session, settled, startSession } from '../support/instance-sessions.ts'
-import { ADD_MESSAGE, CREATE_TASK, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, recovery, type TimedAnswer } from '../support/timed-requests.ts'
+import { agentSaid, script, session } from '../support/instance-sessions.ts'
+import { ADD_MESSAGE, CREATE_TASK, READ_TASK, readyz, TASK_IDS, timedGraphql as timed, timedHealthz, readySession, recovery, type TimedAnswer } from '../support/timed-requests.ts'
 import { eventually } from '../support/wait.ts'
 
 const isRoot = process.getuid?.() === 0
@@ -90,14 +90,8 @@ describe.runIf(isRoot).each(PROVIDERS)('R17: the disk under %s fills up, then sp
   it('refused writes answer UNAVAILABLE, /readyz is 503 while they are, and writes resume in place within 2 s', { timeout: 180_000 }, async () => {
     const { url, disk, sqliteFile } = await databaseOnSmallDisk(provider)
     const server = await startInstance(`full-${provider}`, { DATABASE_URL: url, LOG_LEVEL: 'warn' }, children)
-    const { createWorkspace } = await gqlOk<{ createWorkspace: { id: string } }>(server, 'mutation { createWorkspace(name: "full") { id } }')
-    const workspaceId = createWorkspace.id
-    const acknowledged: string[] = []
-    const first = await timed(server, CREATE_TASK, { w: workspaceId, t: 'before' })
-    const taskId = (first.data!.createTask as { id: string }).id
-    acknowledged.push(taskId)
-    const sessionId = await startSession(server, taskId, script({ say: 'ready' }))
-    await eventually(async () => settled(await session(server, sessionId)), 30_000)
+    const { workspaceId, taskId, sessionId } = await readySession(server)
+    const acknowledged = [taskId]
 
     // SQLite reuses its write-ahead log's space once checkpointed: truncated, every commit needs new bytes on the disk.
     if (sqliteFile) execFileSync('sqlite3', [sqliteFile, 'PRAGMA wal_checkpoint(TRUNCATE);'], { stdio: 'ignore' })

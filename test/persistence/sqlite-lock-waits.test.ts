@@ -4,7 +4,7 @@
 // spent; and a COMMIT that fails leaves neither an open transaction nor a held mutex behind.
 import path from 'node:path'
 import { PrismaBetterSQLite3 } from '@prisma/adapter-better-sqlite3'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { LockAwareSqliteAdapter, sqliteCodeOf, type LockWaitOptions } from '../../src/store/sqlite-adapter.ts'
 import { connectDatabase, isDatabaseRefusingWrites, isDatabaseUnavailable, type Db } from '../../src/store/db.ts'
 import { migratedDatabase, tempDir } from '../support/databases.ts'
@@ -107,12 +107,14 @@ describe('a ROLLBACK on a transaction SQLite already ended', () => {
   })
 })
 
-describe('a COMMIT that fails', () => {
-  let db: Db
-  afterEach(() => db?.$disconnect())
+describe('through Prisma, on the one connection every request shares', () => {
+  let db!: Db
+  beforeEach(async () => {
+    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
+  })
+  afterEach(() => db.$disconnect())
 
   it('rolls back what SQLite left open and frees the connection for the next transaction', async () => {
-    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
     // A deferred foreign key fails at COMMIT and SQLite leaves the transaction open: Prisma's own
     // adapter kept its mutex then, and every later transaction waited for good.
     await db.$executeRawUnsafe('CREATE TABLE parent (id INTEGER PRIMARY KEY)')
@@ -128,14 +130,8 @@ describe('a COMMIT that fails', () => {
     )
     expect(await db.$queryRawUnsafe('SELECT parent FROM child')).toEqual([{ parent: 1 }])
   })
-})
-
-describe('a ROLLBACK that finds nothing open', () => {
-  let db: Db
-  afterEach(() => db?.$disconnect())
 
   it('lets the transaction’s own error through and frees the connection for the next transaction', async () => {
-    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
     await db.$executeRawUnsafe('CREATE TABLE item (id INTEGER PRIMARY KEY)')
     // As SQLite does by itself after a full disk or an I/O error: the transaction is gone before Prisma's ROLLBACK.
     const failed = await db
@@ -149,14 +145,8 @@ describe('a ROLLBACK that finds nothing open', () => {
     await withinDeadline(5_000, db.$transaction((tx) => tx.$executeRawUnsafe('INSERT INTO item (id) VALUES (2)')))
     expect(await db.$queryRawUnsafe('SELECT id FROM item')).toEqual([{ id: 2 }])
   })
-})
-
-describe('a statement made while a transaction is open', () => {
-  let db: Db
-  afterEach(() => db?.$disconnect())
 
   it('is not part of it: an acknowledged write survives the rollback of a transaction open at the same time', async () => {
-    db = await connectDatabase('sqlite', await migratedDatabase('sqlite'))
     await db.$executeRawUnsafe('CREATE TABLE item (id INTEGER PRIMARY KEY)')
     let inside!: () => void
     const open = new Promise<void>((resolve) => (inside = resolve))

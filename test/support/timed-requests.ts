@@ -1,6 +1,7 @@
 // GraphQL over HTTP as a client sees it during a fault: how long the answer took, its HTTP status,
 // Retry-After and first error code (the fault scenarios assert UNAVAILABLE 503 within a bound).
-import { INSTANCE_ADMIN_TOKEN, type Instance } from './instances.ts'
+import { gqlOk, INSTANCE_ADMIN_TOKEN, type Instance } from './instances.ts'
+import { script, session, settled, startSession } from './instance-sessions.ts'
 import { eventually } from './wait.ts'
 
 export interface TimedAnswer {
@@ -59,4 +60,13 @@ export async function recovery(instance: Instance, workspaceId: string, since: n
   const writesMs = performance.now() - since
   await eventually(async () => (await readyz(instance)).status === 200, 5_000)
   return { taskId: (accepted.data!.createTask as { id: string }).id, writesMs, readyMs: performance.now() - since }
+}
+
+/** Before a fault: a workspace of its own, a task in it, and a session whose agent has answered and waits for input. */
+export async function readySession(instance: Instance): Promise<{ workspaceId: string; taskId: string; sessionId: string }> {
+  const { createWorkspace } = await gqlOk<{ createWorkspace: { id: string } }>(instance, 'mutation { createWorkspace(name: "fault") { id } }')
+  const { createTask } = await gqlOk<{ createTask: { id: string } }>(instance, CREATE_TASK, { w: createWorkspace.id, t: 'before the fault' })
+  const sessionId = await startSession(instance, createTask.id, script({ say: 'ready' }))
+  await eventually(async () => settled(await session(instance, sessionId)), 30_000)
+  return { workspaceId: createWorkspace.id, taskId: createTask.id, sessionId }
 }
