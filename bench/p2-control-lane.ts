@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Socket } from 'node:net'
 import { Kind, print, visit, type DocumentNode, type FragmentSpreadNode, type InlineFragmentNode, type SelectionNode } from 'graphql'
-import { DEFAULT_LIMITS } from '../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS } from '../src/outbound/outbound-scheduler.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { ClientSessionEventsDocument, ClientTaskRowDocument } from '../packages/client/src/generated/graphql.ts'
 import { AddMessageDocument, StartSessionDocument } from '../test/generated/graphql.ts'

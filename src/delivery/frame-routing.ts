@@ -1,5 +1,5 @@
 import type { Connection } from './gateway-connection.ts'
-import type { DeliveryTag } from './delivery-tags.ts'
+import type { DeliveryTag } from '../outbound/delivery-tags.ts'
 import { tracing } from '../observability/tracing.ts'
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */

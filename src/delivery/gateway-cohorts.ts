@@ -4,7 +4,7 @@ import type { ErrorCode } from '../errors.ts'
 import type { Logger } from '../observability/logger.ts'
 import { socketResult } from '../contract/client-errors.ts'
 import { Cohorts, feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type CohortSink, type FeedCohortPlan } from './cohorts.ts'
-import { DeliveryTags } from './delivery-tags.ts'
+import { DeliveryTags } from '../outbound/delivery-tags.ts'
 import type { Connection } from './gateway-connection.ts'
 
 type Results = AsyncIterableIterator<ExecutionResult> | ExecutionResult

@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import { errorCounter, subscriptionField, subscriptionMetrics } from '../observability/graphql-metrics.ts'
 import { createDeliveryMetrics } from './metrics.ts'
-import type { OutboundScheduler, SchedulerEvents } from './outbound-scheduler.ts'
+import type { OutboundScheduler, SchedulerEvents } from '../outbound/outbound-scheduler.ts'
 import { serverCloseRecorder } from './server-closes.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { FrameClass, OutboundScheduler } from './outbound-scheduler.ts'
+import type { FrameClass, OutboundScheduler } from '../outbound/outbound-scheduler.ts'
 
 /** Queue depth per class (summed over open connections), replacements, evictions, 1013 closes, every close the server decides. */
 export function createDeliveryMetrics(registry: Registry, schedulers: () => Iterable<OutboundScheduler>) {

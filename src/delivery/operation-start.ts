@@ -1,17 +1,14 @@
 import { getOperationAST, GraphQLError, type ExecutionArgs } from 'graphql'
 import type { SubscribePayload } from 'graphql-ws'
-import type { Context } from '../schema/context.ts'
-import type { WebSocketOperationContext, YogaServer } from '../server/yoga.ts'
-import { DeliveryTags } from './delivery-tags.ts'
+import type { EnvelopedOperation, OperationPipeline, SubscriptionContext, WebSocketOperationContext } from './operation-pipeline.ts'
+import { DeliveryTags } from '../outbound/delivery-tags.ts'
 import { authorizeCaller } from './gateway-auth.ts'
 import type { CohortStart, GatewayCohorts } from './gateway-cohorts.ts'
 import type { Connection } from './gateway-connection.ts'
 
-type Enveloped = ReturnType<YogaServer['getEnveloped']>
-
 /** What onSubscribe hands to execute/subscribe: the operation's envelop pipeline and its cohort, if any. */
 interface OperationRoot {
-  enveloped: Enveloped
+  enveloped: EnvelopedOperation
   cohort?: CohortStart
 }
 
@@ -32,7 +29,7 @@ export function takeRoot(args: ExecutionArgs): OperationRoot {
  * routing table (within the per-connection cap) and its cohort. Errors answer the operation alone.
  */
 export async function startOperation(
-  gateway: { yoga: YogaServer; cohorts: GatewayCohorts; maxSubscriptionsPerConnection: number },
+  gateway: { yoga: OperationPipeline; cohorts: GatewayCohorts; maxSubscriptionsPerConnection: number },
   connection: Connection,
   id: string,
   payload: SubscribePayload,
@@ -57,7 +54,7 @@ export async function startOperation(
   const operation = getOperationAST(document, payload.operationName)
   const refused = await authorizeCaller(connection, websocket)
   if (refused) return refused
-  const contextValue = (await enveloped.contextFactory()) as unknown as Context
+  const contextValue = (await enveloped.contextFactory()) as SubscriptionContext
   let cohort: CohortStart | undefined
   if (operation?.operation === 'subscription') {
     // Checked and taken without an await in between, so concurrent subscribe messages cannot overshoot.

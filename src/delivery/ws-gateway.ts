@@ -5,12 +5,12 @@ import { getOperationAST, GraphQLError, type ExecutionArgs, type ExecutionResult
 import type { AccessControl } from '../access/access-control.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
-import type { YogaServer } from '../server/yoga.ts'
+import type { OperationPipeline } from './operation-pipeline.ts'
 import { OPERATION_LIMITS } from '../contract/operation-limits.ts'
 import { socketErrors, socketResult } from '../contract/client-errors.ts'
 import { realScheduler, type Scheduler } from '../util/scheduler.ts'
 import { PeriodicSweep } from '../util/periodic-sweep.ts'
-import { DEFAULT_LIMITS, type SchedulerLimits } from './outbound-scheduler.ts'
+import { DEFAULT_LIMITS, type SchedulerLimits } from '../outbound/outbound-scheduler.ts'
 import { authenticateSocket } from './gateway-auth.ts'
 import { GatewayCohorts } from './gateway-cohorts.ts'
 import { keepaliveOf, openConnection, serveGraphqlWs, type Connection } from './gateway-connection.ts'
@@ -23,7 +23,7 @@ const KEEPALIVE_MS = 12_000
 
 export interface DeliveryGatewayOptions {
   httpServer: HttpServer
-  yoga: YogaServer
+  yoga: OperationPipeline
   access: AccessControl
   logger: Logger
   metrics: Metrics

@@ -2,10 +2,9 @@ import { createYoga } from 'graphql-yoga'
 import { getSchema } from '../schema/schema.ts'
 import { buildContext, type Context, type ContextServices } from '../schema/context.ts'
 import { bearerToken } from '../auth/tokens.ts'
-import type { Principal } from '../store/users.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
-import type { ConnectionScope } from '../delivery/connection.ts'
+import type { WebSocketOperationContext } from '../delivery/operation-pipeline.ts'
 import { graphiqlAssetsPlugin, graphiqlOptions, renderOfflineGraphiQL } from './graphiql.ts'
 import type { DatabaseHealth } from './database-health.ts'
 import { OPERATION_LIMITS } from '../contract/operation-limits.ts'
@@ -23,11 +22,6 @@ import { tracingPlugin } from './plugins/use-tracing.ts'
 import { tracing } from '../observability/tracing.ts'
 
 /** What the WebSocket layer hands to the context factory for one operation. */
-export interface WebSocketOperationContext {
-  principal: Principal | null
-  connection: ConnectionScope
-  onWorkspaceScope: (workspaceId: string) => void
-}
 
 export function createYogaServer(services: ContextServices & { metrics: Metrics; logger: Logger; rateLimits?: RateLimits; database?: DatabaseHealth }) {
   const { logger, metrics } = services

@@ -9,7 +9,7 @@ import { findMessage, findMessageWithoutContent } from '../store/messages.ts'
 import { findSessions, gitOfSessions } from '../store/sessions.ts'
 import type { Store } from '../store/store.ts'
 import type { MessageRow, SessionRow, TurnRow } from '../store/rows.ts'
-import type { Append, StreamTag } from './message-append.ts'
+import type { Append, StreamTag } from '../outbound/append-frame.ts'
 
 /**
  * A message as a session event carries it: without its content when only its status or an append

@@ -18,6 +18,7 @@ export const FLOORS: Record<string, number> = {
   auth: 0,
   observability: 0,
   store: 1,
+  outbound: 1,
   generated: 0,
   pubsub: 2,
   contract: 2,
@@ -29,7 +30,7 @@ export const FLOORS: Record<string, number> = {
   projector: 2,
   'session-stream': 3,
   agents: 3,
-  delivery: 3,
+  delivery: 4,
   instances: 4,
   schema: 5,
   server: 6,
@@ -51,6 +52,15 @@ function sourceFiles(dir: string): string[] {
 const roomOf = (file: string) => {
   const rel = path.relative(SRC, file)
   return rel.includes(path.sep) ? rel.split(path.sep)[0]! : rel.replace(/\.tsx?$/, '')
+}
+
+/** Rooms whose type imports run downhill too: the append path's two rooms declare what they need of the rooms above. */
+const STRICT_ROOMS = new Set(['outbound', 'delivery'])
+
+/** Every relative import and re-export, type-only ones included. */
+function allImports(file: string): string[] {
+  const source = readFileSync(file, 'utf8')
+  return [...source.matchAll(/^(?:import|export)\s[^;]*?\sfrom\s+'(\.[^']+)'/gm)].map((m) => path.normalize(path.join(path.dirname(file), m[1]!)))
 }
 
 /** Relative imports that bring values (not `import type`, not `{ type A, type B }` only). */
@@ -82,6 +92,18 @@ describe('rooms (docs/architecture.md)', () => {
       const from = roomOf(file)
       if (CLIENT_SIDE.has(from)) continue
       for (const target of valueImports(file)) {
+        const to = roomOf(target)
+        if (to !== from && !(FLOORS[to]! < FLOORS[from]!)) uphill.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)}`)
+      }
+    }
+    expect(uphill).toEqual([])
+  })
+
+  it('outbound/ and delivery/ import nothing above them, not even a type', () => {
+    const uphill: string[] = []
+    for (const file of files.filter((f) => STRICT_ROOMS.has(roomOf(f)))) {
+      const from = roomOf(file)
+      for (const target of allImports(file)) {
         const to = roomOf(target)
         if (to !== from && !(FLOORS[to]! < FLOORS[from]!)) uphill.push(`${path.relative(SRC, file)} → ${path.relative(SRC, target)}`)
       }

@@ -5,7 +5,7 @@ import { print } from 'graphql'
 import { ok, wsClient, wsExecute } from '../support/client.ts'
 import { rawGraphqlWs } from '../support/raw-ws.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
-import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS } from '../../src/outbound/outbound-scheduler.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,

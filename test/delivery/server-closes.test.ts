@@ -7,7 +7,7 @@ import { capturedLogger, type LogLine as BaseLogLine } from '../support/captured
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { manualTimers } from '../support/manual-timers.ts'
 import { eventually } from '../support/wait.ts'
-import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS } from '../../src/outbound/outbound-scheduler.ts'
 import { OPERATION_LIMITS } from '../../src/contract/operation-limits.ts'
 
 type LogLine = BaseLogLine & { client?: string; code?: number; reason?: string }

@@ -11,7 +11,7 @@ import { ok, wsClient, wsExecute, wsSubscribe } from '../support/client.ts'
 import { rawGraphqlWs } from '../support/raw-ws.ts'
 import { userWithWorkspace } from '../support/fixtures.ts'
 import { eventually } from '../support/wait.ts'
-import { DEFAULT_LIMITS } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS } from '../../src/outbound/outbound-scheduler.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,

@@ -1,4 +1,4 @@
-import type { OutboundSocket } from '../../src/delivery/outbound-scheduler.ts'
+import type { OutboundSocket } from '../../src/outbound/outbound-scheduler.ts'
 
 /**
  * An OutboundSocket that holds each written frame until the test lets it drain, one at a time or

@@ -1,4 +1,4 @@
-import type { OutboundScheduler, OutboundSocket } from '../../src/delivery/outbound-scheduler.ts'
+import type { OutboundScheduler, OutboundSocket } from '../../src/outbound/outbound-scheduler.ts'
 
 /**
  * A peer on a simulated clock: the socket takes every write at once (ws's buffer stays empty, as

@@ -98,7 +98,7 @@ export const MessageRef = builder.objectRef<MessageValue>('Message').implement({
     kind: t.field({ type: MessageKindEnum, resolve: (m) => m.kind as (typeof MessageKindEnum)['$inferType'] }),
     content: t.string({
       resolve: (m, _args, ctx, info) => {
-        // A streamed update that carries the whole content is never sliced (message-append.ts).
+        // A streamed update that carries the whole content is never sliced (outbound/append-frame.ts).
         const stream = streamBeingRendered(info)
         if (stream) stream.withContent = true
         return contentOf(ctx.store, m)

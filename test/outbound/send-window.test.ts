@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/outbound/outbound-scheduler.ts'
 import { simulatedPeer } from '../support/simulated-peer.ts'
 
 const window = { floor: 1000, ceiling: 1_000_000, targetDelayMs: 20 }

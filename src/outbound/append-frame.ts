@@ -9,7 +9,7 @@
  * an evicted frame, an errored frame, a change that may touch content, a message not tracked any
  * more) makes the next frame's append null, and the client reads `message.content` once.
  */
-import type { ReplaceableFrame } from '../delivery/outbound-scheduler.ts'
+import type { ReplaceableFrame } from './outbound-scheduler.ts'
 
 export interface Append {
   /** Length of the content before `text`, in UTF-16 code units. */

@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
 import { AddMessageDocument, CreateTaskDocument, StartSessionDocument, ViewerDocument } from '../generated/graphql.ts'
-import { APPEND_SLICE_BYTES } from '../../src/session-stream/message-append.ts'
+import { APPEND_SLICE_BYTES } from '../../src/outbound/append-frame.ts'
 import { rawGraphqlWs, type Frame } from '../support/raw-ws.ts'
 
 const CHUNKS = 120_000

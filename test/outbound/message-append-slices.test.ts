@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { APPEND_SLICE_BYTES, AppendChain, MIN_SLICE_BYTES, sliceAppend, sliceBound, streamFrame, streamTag, utf8Cut, type Append } from '../../src/session-stream/message-append.ts'
-import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { APPEND_SLICE_BYTES, AppendChain, MIN_SLICE_BYTES, sliceAppend, sliceBound, streamFrame, streamTag, utf8Cut, type Append } from '../../src/outbound/append-frame.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/outbound/outbound-scheduler.ts'
 import { simulatedPeer } from '../support/simulated-peer.ts'
 import { heldSocket } from '../support/held-socket.ts'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { AppendChain, TRACKED_MESSAGES, streamFrame, streamTag, type Append } from '../../src/session-stream/message-append.ts'
-import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/delivery/outbound-scheduler.ts'
+import { AppendChain, TRACKED_MESSAGES, streamFrame, streamTag, type Append } from '../../src/outbound/append-frame.ts'
+import { DEFAULT_LIMITS, OutboundScheduler, type SchedulerLimits } from '../../src/outbound/outbound-scheduler.ts'
 import { heldSocket } from '../support/held-socket.ts'
 
 
