@@ -27,12 +27,13 @@ export class ConnectionAccess {
   principal: Principal | undefined
   #revoked = false
   #release: (() => void) | undefined
+  // The tables below are made when first needed: an idle connection holds none but #holds.
   /** Subscription id → the workspaces its resolver named, and the access generation it was checked at. */
-  readonly #pending = new Map<string, { workspaces: string[]; since: number }>()
+  #pending: Map<string, { workspaces: string[]; since: number }> | undefined
   /** Subscription id → releases of its workspace entries. */
-  readonly #holds = new Map<string, (() => void)[]>()
+  #holds: Map<string, (() => void)[]> | undefined
   /** Queries and mutations being answered: a revoked socket closes once they are written. */
-  readonly #answering = new Set<string>()
+  #answering: Set<string> | undefined
   #drainTimer: unknown
 
   constructor(
@@ -76,42 +77,42 @@ export class ConnectionAccess {
   }
 
   subscribing(id: string, workspaces: string[], since: number): void {
-    this.#pending.set(id, { workspaces, since })
+    ;(this.#pending ??= new Map()).set(id, { workspaces, since })
   }
 
   answering(id: string): void {
-    this.#answering.add(id)
+    ;(this.#answering ??= new Set()).add(id)
   }
 
   /** The subscription's stream exists: from now on, removal from any of its workspaces ends it. */
   subscribed(id: string): void {
-    const pending = this.#pending.get(id)
-    this.#pending.delete(id)
+    const pending = this.#pending?.get(id)
+    this.#pending?.delete(id)
     const { userId, tokenHash } = this.principal ?? {}
     if (!pending || userId === undefined || pending.workspaces.length === 0) return
     const releases: (() => void)[] = []
-    this.#holds.set(id, releases)
+    ;(this.#holds ??= new Map()).set(id, releases)
     for (const workspaceId of pending.workspaces)
       releases.push(this.access.hold({ userId, tokenHash, workspaceId, end: () => this.hooks.endSubscription(id) }, pending.since))
   }
 
   /** Any operation ended (complete, error, refused, or its socket closed). */
   ended(id: string): void {
-    this.#pending.delete(id)
-    for (const release of this.#holds.get(id) ?? []) release()
-    this.#holds.delete(id)
+    this.#pending?.delete(id)
+    for (const release of this.#holds?.get(id) ?? []) release()
+    this.#holds?.delete(id)
     // graphql-ws writes the operation's complete frame right after this hook returns: close after it.
-    if (this.#answering.delete(id) && this.#revoked && this.#answering.size === 0) this.hooks.timers.setTimeout(() => this.hooks.closeRevoked(), 0)
+    if (this.#answering?.delete(id) && this.#revoked && this.#answering.size === 0) this.hooks.timers.setTimeout(() => this.hooks.closeRevoked(), 0)
   }
 
   /** The socket closed: every entry goes. */
   closed(): void {
     this.#release?.()
     this.#release = undefined
-    for (const releases of this.#holds.values()) for (const release of releases) release()
-    this.#holds.clear()
-    this.#pending.clear()
-    this.#answering.clear()
+    for (const releases of this.#holds?.values() ?? []) for (const release of releases) release()
+    this.#holds = undefined
+    this.#pending = undefined
+    this.#answering = undefined
     if (this.#drainTimer !== undefined) this.hooks.timers.clearTimeout(this.#drainTimer)
     this.#drainTimer = undefined
   }
@@ -120,7 +121,7 @@ export class ConnectionAccess {
   revoke(): void {
     if (this.#revoked) return
     this.#revoked = true
-    if (this.#answering.size === 0) return this.hooks.closeRevoked()
+    if (!this.#answering?.size) return this.hooks.closeRevoked()
     this.#drainTimer = this.hooks.timers.setTimeout(() => this.hooks.closeNow(), REVOKED_DRAIN_MS)
   }
 }

@@ -1,6 +1,7 @@
 import type { Connection } from './gateway-connection.ts'
 import type { DeliveryTag } from '../outbound/delivery-tags.ts'
 import { tracing } from '../observability/tracing.ts'
+import { DETACHED } from './detached-members.ts'
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
 const FRAME_HEAD = /^\{"id":("(?:[^"\\]|\\.)*"),"type":"([a-z_]+)"/
@@ -20,6 +21,8 @@ export function routeFrame(connection: Connection, data: string): void {
   const { type, id } = frameHeader(data)
   const tags = id === undefined ? undefined : connection.subscriptions.get(id)
   if (!tags) return connection.scheduler.enqueueControl(data)
+  // The end of graphql-ws's stand-in for a member the gateway runs: the operation goes on.
+  if (tags === DETACHED) return
   if (type !== 'next') {
     // The subscription's last frame (complete or error): queued behind its results, then its entry goes.
     connection.subscriptions.delete(id!)

@@ -64,16 +64,22 @@ export function socketAccess(
  * connection's other operations go on.
  */
 function endForbidden(connection: Connection, id: string, { logger, countError }: { logger: Logger; countError: (code: ErrorCode) => void }): void {
+  const member = connection.members?.get(id)
+  if (member) {
+    countError('FORBIDDEN')
+    return member.stop(forbiddenFrame(id))
+  }
   const operations = connection.socketContext?.subscriptions
   // Null while the stream is being made: graphql-ws then returns it itself, seeing the id gone.
   if (!operations || !(id in operations)) return
   const operation = operations[id]
   delete operations[id]
   connection.subscriptions.delete(id)
-  const error = forbidden('this workspace').toJSON()
-  connection.scheduler.enqueueControl(`{"id":${JSON.stringify(id)},"type":"error","payload":${JSON.stringify([error])}}`)
+  connection.scheduler.enqueueControl(forbiddenFrame(id))
   countError('FORBIDDEN')
   if (operation && 'return' in operation && typeof operation.return === 'function')
     (operation.return(undefined) as Promise<unknown>).catch((err: unknown) => logger.warn({ err, client: connection.memberships.id, operation: id }, 'ending a forbidden subscription failed'))
 }
 
+
+const forbiddenFrame = (id: string) => `{"id":${JSON.stringify(id)},"type":"error","payload":${JSON.stringify([forbidden('this workspace').toJSON()])}}`

@@ -3,18 +3,15 @@ import type { SubscribePayload } from 'graphql-ws'
 import type { ErrorCode } from '../errors.ts'
 import type { Logger } from '../observability/logger.ts'
 import { socketResult } from '../contract/client-errors.ts'
-import { Cohorts, feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type CohortSink, type FeedCohortPlan } from './cohorts.ts'
-import { DeliveryTags } from '../outbound/delivery-tags.ts'
+import { Cohorts } from './cohorts.ts'
+import { feedCohortPlan, joinFeedCohort, MULTIPLEXABLE_FIELDS, type FeedCohortPlan } from './feed-cohort-plan.ts'
+import { nextFrameBody } from '../outbound/shared-frame.ts'
+import { MemberSink, STAND_IN, type Detachable, type MemberEnds } from './detached-members.ts'
+import type { Results } from './operation-pipeline.ts'
 import type { Connection } from './gateway-connection.ts'
 
-type Results = AsyncIterableIterator<ExecutionResult> | ExecutionResult
-
 /** The cohort a subscription joins, and where its results go. */
-export type CohortStart = FeedCohortPlan & { sink: CohortSink }
-
-/** What the routing table keeps for every cohort member once started: its frames carry no delivery tag. */
-const COHORT_MEMBER = new DeliveryTags()
-const FRAME_END = Buffer.from('}')
+export type CohortStart = FeedCohortPlan & { sink: MemberSink }
 
 /**
  * The gateway's side of subscription cohorts (cohorts.ts): which subscriptions join one, the
@@ -22,8 +19,8 @@ const FRAME_END = Buffer.from('}')
  */
 export class GatewayCohorts {
   readonly cohorts: Cohorts
-  /** Execution arguments of cohort members not yet started (started() lets go of their contexts). */
-  readonly #unstarted = new WeakSet<ExecutionArgs>()
+  /** Cohort members not yet started, by their execution arguments (started() detaches them). */
+  readonly #unstarted = new WeakMap<ExecutionArgs, MemberSink>()
   readonly #payloads = new WeakMap<ExecutionResult, Buffer>()
 
   constructor(
@@ -31,6 +28,7 @@ export class GatewayCohorts {
     private readonly countError: (code: ErrorCode) => void,
     /** Share one execution per event among subscribers of the same feed operation. */
     private readonly multiplex: boolean,
+    private readonly ends: MemberEnds,
   ) {
     this.cohorts = new Cohorts(logger)
   }
@@ -45,16 +43,13 @@ export class GatewayCohorts {
     if (!this.multiplex || !field || !MULTIPLEXABLE_FIELDS.has(field.name.value)) return undefined
     return {
       ...feedCohortPlan(field, document, payload.query, payload.operationName, payload.variables),
-      sink: new CohortMember(connection, id, this.#payloadOf),
+      sink: new MemberSink(connection, id, this.#payloadOf, this.ends),
     }
   }
 
   /** The member's execution arguments, kept until it starts. */
-  starting(args: ExecutionArgs, payload: SubscribePayload): void {
-    this.#unstarted.add(args)
-    // graphql-ws keeps the subscribe message for the subscription's life; its query text (1.3 KB
-    // for the SDK's feed operation) is parsed, and cached by text, already.
-    ;(payload as { query: string }).query = ''
+  starting(args: ExecutionArgs, cohort: CohortStart): void {
+    this.#unstarted.set(args, cohort.sink)
   }
 
   subscribe(cohort: CohortStart, args: ExecutionArgs, subscribe: (args: ExecutionArgs) => Promise<Results>): Promise<Results> {
@@ -62,51 +57,35 @@ export class GatewayCohorts {
   }
 
   /**
-   * A cohort member's results come from the shared execution, never from its own context:
-   * neither graphql-ws (which keeps the execution arguments for the subscription's life) nor the
-   * routing table needs it once started; an idle member then holds a few hundred bytes.
+   * A cohort member started: from now on the gateway runs it (detached-members.ts), and graphql-ws
+   * gets a stand-in that ends at once, so it lets go of the operation (the subscribe message, the
+   * execution arguments with their context, its loop awaiting results). Undefined for any other
+   * operation, or for a member its client completed before it started (graphql-ws returns it).
    */
-  started(connection: Connection, id: string, args: ExecutionArgs): void {
-    if (!this.#unstarted.has(args)) return
+  started(args: ExecutionArgs, result: unknown, stillSubscribed: boolean): AsyncIterableIterator<ExecutionResult> | undefined {
+    const sink = this.#unstarted.get(args)
+    if (!sink) return undefined
     this.#unstarted.delete(args)
-    if (connection.subscriptions.has(id)) connection.subscriptions.set(id, COHORT_MEMBER)
     args.contextValue = undefined
+    if (!stillSubscribed || !isDetachable(result)) return undefined
+    sink.detach(result)
+    return STAND_IN
   }
 
   /**
-   * Each cohort result's payload as graphql-ws would write it (onNext's error shaping included),
-   * serialized and encoded once for all members.
+   * Each cohort result's frame body as graphql-ws would write it (onNext's error shaping
+   * included), serialized and encoded once for all members.
    */
   readonly #payloadOf = (result: ExecutionResult): Buffer => {
     let bytes = this.#payloads.get(result)
     if (bytes === undefined) {
       const { errors: _errors, ...data } = result
       // Errors, if any, are counted once per event here rather than once per member.
-      bytes = Buffer.from(JSON.stringify(socketResult(result, this.countError) ?? data))
+      bytes = nextFrameBody(JSON.stringify(socketResult(result, this.countError) ?? data))
       this.#payloads.set(result, bytes)
     }
     return bytes
   }
 }
 
-/**
- * A cohort member's results, written as the same `next` frames graphql-ws writes, straight to
- * its scheduler: its own head (its operation id) around the payload bytes every member shares,
- * so a delivery copies bytes instead of building and encoding a string.
- */
-class CohortMember implements CohortSink {
-  #head: Buffer | undefined
-
-  constructor(
-    private readonly connection: Connection,
-    private readonly id: string,
-    private readonly payloadOf: (result: ExecutionResult) => Buffer,
-  ) {}
-
-  next(result: ExecutionResult): void {
-    // Completed by the client (or refused) already: graphql-ws would not send it either.
-    if (!this.connection.subscriptions.has(this.id)) return
-    this.#head ??= Buffer.from(`{"id":${JSON.stringify(this.id)},"type":"next","payload":`)
-    this.connection.scheduler.enqueueSemantic(Buffer.concat([this.#head, this.payloadOf(result), FRAME_END]))
-  }
-}
+const isDetachable = (result: unknown): result is Detachable => typeof (result as Partial<Detachable> | null)?.detach === 'function'

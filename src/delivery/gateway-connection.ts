@@ -9,17 +9,18 @@ import type { ConnectionAccess } from './connection-access.ts'
 import type { DeliveryTags } from '../outbound/delivery-tags.ts'
 import { socketAccess } from './gateway-auth.ts'
 import type { GatewayMetrics } from './gateway-metrics.ts'
-import { OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../outbound/outbound-scheduler.ts'
+import { OutboundScheduler, type SchedulerLimits } from '../outbound/outbound-scheduler.ts'
+import { WsWriter } from '../outbound/ws-writer.ts'
+import { completedId, type MemberSink } from './detached-members.ts'
 import { routeFrame } from './frame-routing.ts'
 import { closeCodeOfSocketError, KEEPALIVE_CLOSE_CODE } from './server-closes.ts'
-
-const TEXT_FRAME = Object.freeze({ binary: false })
 
 /** graphql-ws's state of one socket. */
 export type GraphqlWsContext = SocketContext<Record<string, unknown> | undefined, { socket: WebSocket }>
 
 /** What the gateway holds for one WebSocket connection. */
 export interface Connection {
+  readonly socket: WebSocket
   memberships: ConnectionMemberships
   scheduler: OutboundScheduler
   /** Operation id → how its results are delivered, for subscriptions (results are classified by their tag). */
@@ -28,6 +29,8 @@ export interface Connection {
   closedByServer: (code: number, detail?: Record<string, unknown>) => void
   /** Why onConnect refused, for the 4403 close line. */
   refusal?: string
+  /** Cohort members the gateway runs itself, by operation id (detached-members.ts); made with the first. */
+  members?: Map<string, MemberSink>
   /** graphql-ws's state of this socket: its operations, so a revoked one can be ended from here. */
   socketContext?: GraphqlWsContext
   /** The caller, each operation authorized against the token's current state, and what revocation ends. */
@@ -49,7 +52,7 @@ export function openConnection(socket: WebSocket, services: ConnectionServices, 
   // The address too: a socket refused (4403) or dropped for flooding (4429) is a client to look at.
   const closedByServer = observe.closeRecorder(memberships.id, address)
   const scheduler = new OutboundScheduler(
-    outboundSocket(socket, (code) => {
+    new WsWriter(socket, (code) => {
       // graphql-ws's closes and the 1013 overflow come here; so does the echo of a close the client began, not counted.
       if (socket.readyState === socket.OPEN) closedByServer(code, { refusal: connection.refusal })
     }),
@@ -57,6 +60,7 @@ export function openConnection(socket: WebSocket, services: ConnectionServices, 
     observe.schedulerEvents(memberships.id, closedByServer),
   )
   const connection: Connection = {
+    socket,
     memberships,
     scheduler,
     subscriptions: new Map(),
@@ -70,33 +74,6 @@ export function openConnection(socket: WebSocket, services: ConnectionServices, 
     socket.close(CloseCode.InternalServerError, 'Internal server error')
   })
   return connection
-}
-
-/** The socket as the scheduler writes to it; `closing` hears of every close the scheduler makes. */
-function outboundSocket(socket: WebSocket, closing: (code: number) => void): OutboundSocket {
-  return {
-    get bufferedAmount() {
-      return socket.bufferedAmount
-    },
-    // Text frames always: ws would send a Buffer (a cohort's shared frame) as binary.
-    send: (frame, done) => socket.send(frame, TEXT_FRAME, done),
-    ping: (payload) => socket.ping(payload),
-    batch: (writes) => {
-      // ws keeps its TCP socket as `_socket` and offers no cork of its own; a frame and the
-      // probe after it then leave in one writev instead of two.
-      const tcp = (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket
-      tcp?.cork()
-      try {
-        writes()
-      } finally {
-        tcp?.uncork()
-      }
-    },
-    close: (code, reason) => {
-      closing(code)
-      socket.close(code, reason)
-    },
-  }
 }
 
 /**
@@ -144,7 +121,13 @@ export function serveGraphqlWs(
       // subscription, and an awaiting listener would keep the message's buffer for all that time.
       onMessage: (cb) =>
         socket.on('message', (event) => {
-          cb(String(event)).catch((error: unknown) => {
+          const message = String(event)
+          // graphql-ws no longer knows a detached member's id: the client's complete ends it here.
+          if (connection.members?.size) {
+            const id = completedId(message)
+            if (id !== undefined) connection.members.get(id)?.stop()
+          }
+          cb(message).catch((error: unknown) => {
             logger.error({ err: error, client }, 'graphql-ws message handling failed')
             connection.closedByServer(CloseCode.InternalServerError)
             socket.close(CloseCode.InternalServerError, 'Internal server error')

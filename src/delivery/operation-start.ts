@@ -77,6 +77,6 @@ export async function startOperation(
     contextValue,
     rootValue,
   }
-  if (cohort) gateway.cohorts.starting(args, payload)
+  if (cohort) gateway.cohorts.starting(args, cohort)
   return args
 }

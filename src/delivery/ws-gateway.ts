@@ -1,6 +1,6 @@
 import type { Server as HttpServer } from 'node:http'
 import { WebSocketServer, type WebSocket } from 'ws'
-import { makeServer } from 'graphql-ws'
+import { CloseCode, makeServer } from 'graphql-ws'
 import { getOperationAST, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql'
 import type { AccessControl } from '../access/access-control.ts'
 import type { Logger } from '../observability/logger.ts'
@@ -13,6 +13,7 @@ import { PeriodicSweep } from '../util/periodic-sweep.ts'
 import { DEFAULT_LIMITS, type SchedulerLimits } from '../outbound/outbound-scheduler.ts'
 import { authenticateSocket } from './gateway-auth.ts'
 import { GatewayCohorts } from './gateway-cohorts.ts'
+import { DETACHED } from './detached-members.ts'
 import { keepaliveOf, openConnection, serveGraphqlWs, type Connection } from './gateway-connection.ts'
 import { gatewayMetrics } from './gateway-metrics.ts'
 import { startOperation, takeRoot } from './operation-start.ts'
@@ -51,7 +52,18 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
   const { yoga, logger } = options
   const connections = new Map<WebSocket, Connection>()
   const observe = gatewayMetrics(options.metrics, logger, () => [...connections.values()].map((c) => c.scheduler))
-  const cohorts = new GatewayCohorts(logger, observe.countError, options.multiplex !== false)
+  const shapeErrors = (errors: readonly GraphQLError[], client?: string, operation?: string) => {
+    for (const error of errors)
+      if (error.originalError && !(error.originalError instanceof GraphQLError)) logger.error({ err: error.originalError, client, operation }, 'graphql-ws operation failed')
+    return socketErrors(errors, observe.countError)
+  }
+  const cohorts = new GatewayCohorts(logger, observe.countError, options.multiplex !== false, {
+    errorPayload: (errors) => shapeErrors(errors),
+    ended: (connection, id) => {
+      observe.subscriptionEnded(connection.socket, id)
+      connection.access.ended(id)
+    },
+  })
   const timers = options.keepalive?.timers ?? realScheduler
   const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
   // One timer pings every connection in turn (each about once an interval), not a timer per connection.
@@ -84,30 +96,35 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
       logger.debug({ action: 'ws.connect', client: connection!.memberships.id }, 'websocket connected')
       return true
     },
-    onSubscribe: (ctx, id, payload) => startOperation(operations, connections.get(ctx.extra.socket)!, id, payload),
+    onSubscribe: (ctx, id, payload) => {
+      const connection = connections.get(ctx.extra.socket)!
+      // graphql-ws checks its own operations; a member the gateway runs is no longer among them.
+      if (connection.members?.has(id)) {
+        connection.scheduler.close(CloseCode.SubscriberAlreadyExists, `Subscriber for ${id} already exists`)
+        return [new GraphQLError('Subscriber already exists')]
+      }
+      return startOperation(operations, connection, id, payload)
+    },
     onOperation: (ctx, id, _payload, args, result) => {
       // Counted once a stream exists: a start refused or failed (FORBIDDEN, RATE_LIMITED) is an error, not a subscription.
       if (!(Symbol.asyncIterator in result) || getOperationAST(args.document, args.operationName)?.operation !== 'subscription') return
       observe.subscriptionStarted(ctx.extra.socket, id, args)
-      const connection = connections.get(ctx.extra.socket)
-      connection?.access.subscribed(id)
-      if (connection) cohorts.started(connection, id, args)
+      connections.get(ctx.extra.socket)?.access.subscribed(id)
+      return cohorts.started(args, result, id in ctx.subscriptions)
     },
     // Errors leave in the contract's shape and are counted here, where the frame carrying them is formed.
     onNext: (_ctx, _id, _payload, _args, result) => socketResult(result, observe.countError),
-    onError: (ctx, id, _payload, errors) => {
-      for (const error of errors)
-        if (error.originalError && !(error.originalError instanceof GraphQLError))
-          logger.error({ err: error.originalError, client: connections.get(ctx.extra.socket)?.memberships.id, operation: id }, 'graphql-ws operation failed')
-      return socketErrors(errors, observe.countError)
-    },
+    onError: (ctx, id, _payload, errors) => shapeErrors(errors, connections.get(ctx.extra.socket)?.memberships.id, id),
     onComplete: (ctx, id) => {
+      const connection = connections.get(ctx.extra.socket)
+      // The stand-in of a member the gateway now runs (detached-members.ts): the operation goes on.
+      if (connection?.subscriptions.get(id) === DETACHED) return
       observe.subscriptionEnded(ctx.extra.socket, id)
-      connections.get(ctx.extra.socket)?.access.ended(id)
+      connection?.access.ended(id)
       // Still listed by graphql-ws means a complete frame follows, and routeFrame() releases the entry once
       // it is queued behind the subscription's results; otherwise (the client completed, the operation
       // failed, the socket closed) no frame follows and this is the last chance.
-      if (!(id in ctx.subscriptions)) connections.get(ctx.extra.socket)?.subscriptions.delete(id)
+      if (!(id in ctx.subscriptions)) connection?.subscriptions.delete(id)
     },
   })
 
@@ -122,6 +139,8 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
         keepalives.delete(keepalive)
         connections.delete(socket)
         connection.access.closed()
+        for (const member of connection.members?.values() ?? []) member.closed()
+        connection.members?.clear()
         observe.socketClosed(socket)
         connection.scheduler.close(code, reason) // drops whatever was still queued for the gone socket
         options.onConnectionClosed?.(connection.memberships.id)

@@ -20,8 +20,14 @@
  */
 import { SendWindow, type SendWindowLimits } from './send-window.ts'
 import { plainFrame, ReplaceableLanes, type Frame, type LaneEvents, type ReplaceableFrame } from './replaceable-lanes.ts'
+import { SharedFrame } from './shared-frame.ts'
 
 export type { Frame, ReplaceableFrame } from './replaceable-lanes.ts'
+
+/** What the semantic and control lanes take: a frame, or a member's head and a body shared by many. */
+export type OutFrame = Frame | SharedFrame
+
+export const byteLengthOf = (frame: OutFrame): number => (frame instanceof SharedFrame ? frame.byteLength : Buffer.byteLength(frame))
 
 export type FrameClass = 'control' | 'semantic' | 'replaceable'
 
@@ -66,7 +72,7 @@ export interface OutboundSocket {
   /** Bytes accepted but not yet handed to the OS (ws: bufferedAmount). */
   readonly bufferedAmount: number
   /** Writes one frame; `done`, if given, runs once it left the process (or failed). */
-  send(frame: Frame, done?: () => void): void
+  send(frame: OutFrame, done?: () => void): void
   /** Writes a ping with this payload after the frames written so far (the peer pongs it back once it read them). */
   ping(payload: string): void
   /** Holds the writes made in `writes` and hands them to the OS together (one system call for a frame and its probe). */
@@ -79,7 +85,7 @@ export interface SchedulerEvents extends LaneEvents {
 }
 
 interface SemanticEntry {
-  frame: Frame
+  frame: OutFrame
   sessionId?: string
 }
 
@@ -139,7 +145,7 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  enqueueSemantic(frame: Frame, sessionId?: string): void {
+  enqueueSemantic(frame: OutFrame, sessionId?: string): void {
     if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
@@ -164,7 +170,7 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  #enqueueFifo(frame: Frame): void {
+  #enqueueFifo(frame: OutFrame): void {
     this.#semantic.push({ frame })
     this.pump()
   }
@@ -186,7 +192,7 @@ export class OutboundScheduler {
           if (this.#closeWhenDrained) this.close(this.#closeWhenDrained.code, this.#closeWhenDrained.reason)
           return
         }
-        const bytes = Buffer.byteLength(next)
+        const bytes = byteLengthOf(next)
         // Only a write that may leave the socket at its high-water mark needs to say when it is
         // done (the pump resumes then); the rest go without a completion callback each.
         if (this.socket.bufferedAmount + bytes + WRITE_OVERHEAD >= this.limits.socketHighWater) this.socket.send(next, this.#written)
@@ -206,7 +212,7 @@ export class OutboundScheduler {
     if (payload !== undefined) this.socket.ping(payload)
   }
 
-  #next(): Frame | undefined {
+  #next(): OutFrame | undefined {
     const control = this.#control.shift()
     if (control !== undefined) return control
     // The window paces a reader for latency; it is not a reason to close. Once the semantic lane
@@ -227,7 +233,7 @@ export class OutboundScheduler {
     return this.#nextSemantic()
   }
 
-  #nextSemantic(): Frame | undefined {
+  #nextSemantic(): OutFrame | undefined {
     const head = this.#semantic[0]
     if (head === undefined) return undefined
     if (head.sessionId !== undefined) {

@@ -12,21 +12,23 @@ export interface ConnectionScope {
 }
 
 export class ConnectionMemberships implements ConnectionScope {
-  readonly #counts = new Map<string, number>()
+  /** Made with the first session joined: a connection that follows only the workspace feed holds none. */
+  #counts: Map<string, number> | undefined
   #focused: string | undefined
 
   constructor(readonly id: string) {}
 
   join(sessionId: string): boolean {
-    const count = this.#counts.get(sessionId) ?? 0
-    this.#counts.set(sessionId, count + 1)
+    const counts = (this.#counts ??= new Map())
+    const count = counts.get(sessionId) ?? 0
+    counts.set(sessionId, count + 1)
     return count === 0
   }
 
   leave(sessionId: string): void {
-    const count = this.#counts.get(sessionId) ?? 0
-    if (count <= 1) this.#counts.delete(sessionId)
-    else this.#counts.set(sessionId, count - 1)
+    const count = this.#counts?.get(sessionId) ?? 0
+    if (count <= 1) this.#counts?.delete(sessionId)
+    else this.#counts?.set(sessionId, count - 1)
   }
 
   focus(sessionId: string): void {
@@ -38,10 +40,10 @@ export class ConnectionMemberships implements ConnectionScope {
   }
 
   isMember(sessionId: string): boolean {
-    return this.#counts.has(sessionId)
+    return this.#counts?.has(sessionId) ?? false
   }
 
   get sessions(): string[] {
-    return [...this.#counts.keys()]
+    return [...(this.#counts?.keys() ?? [])]
   }
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { getOperationAST, parse, type ExecutionResult, type FieldNode } from 'graphql'
-import { Cohorts, feedCohortPlan } from '../../src/delivery/cohorts.ts'
+import { Cohorts } from '../../src/delivery/cohorts.ts'
+import { feedCohortPlan } from '../../src/delivery/feed-cohort-plan.ts'
 import { pushQueue } from '../../src/util/async-iterators.ts'
 import type { Logger } from '../../src/observability/logger.ts'
 import type { FeedTap } from '../../src/feed/feed-tap.ts'
@@ -83,6 +84,30 @@ describe('Cohorts when the shared source ends or fails', () => {
       expect(await member.next()).toEqual({ value: undefined, done: true })
     }
     expect(cohorts.size).toBe(0)
+  })
+
+  it('hands the results of one change to each member together, member by member, not all of one kind first', async () => {
+    const { logger: log } = logger()
+    const cohorts = new Cohorts(log)
+    const feed = source()
+    const order: [member: number, n: number][] = []
+    const size = 1000
+    for (let m = 0; m < size; m++) await cohorts.join('k', () => (m === 0 ? feed.iterator : source().iterator), { next: (r) => void order.push([m, r.data!.n as number]) })
+    // A task edit: its TaskUpserted, then its summary, the second made while the first fans out.
+    feed.push({ data: { n: 1 } })
+    feed.push({ data: { n: 2 } })
+    await eventually(async () => order.length === 2 * size, 5000)
+    // Each member got both, in the order they happened.
+    const perMember = new Map<number, number[]>()
+    for (const [m, n] of order) perMember.set(m, [...(perMember.get(m) ?? []), n])
+    expect([...perMember.values()].every((got) => got.join() === '1,2')).toBe(true)
+    // Most members got them back to back: the second went out long before the last member had the first.
+    const lastFirst = order.length - 1 - [...order].reverse().findIndex(([, n]) => n === 1)
+    const firstSecond = order.findIndex(([, n]) => n === 2)
+    expect(firstSecond).toBeLessThan(lastFirst)
+    const together = order.filter(([m, n], i) => n === 1 && order[i + 1]?.[0] === m && order[i + 1]?.[1] === 2).length
+    expect(together).toBeGreaterThan(size / 2)
+    await feed.end()
   })
 
   it('hands a member with a sink every result in the pump\'s turn, then ends its iterator after them', async () => {

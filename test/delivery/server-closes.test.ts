@@ -131,6 +131,18 @@ describe('every close the server decides is logged once and counted (sqlite, rea
     expect(main.raw.join('')).not.toContain('op-id-chosen-by-client')
   })
 
+  it('4409 for a subscribe under the id of a feed subscription that has started (one the gateway runs itself)', async () => {
+    const client = await rawSocket(server.wsUrl)
+    await client.init(token)
+    const workspaces = `subscription { workspaceEvents(workspaceId: "${workspaceId}") { __typename } }`
+    client.send({ id: 'feed', type: 'subscribe', payload: { query: workspaces } })
+    await eventually(() => server.gateway.connections().some((c) => c.members?.has('feed')))
+    await expectOneClose(server, main, 4409, 'subscriber_exists', async () => {
+      client.send({ id: 'feed', type: 'subscribe', payload: { query: workspaces } })
+      expect((await client.closed).code).toBe(4409)
+    })
+  })
+
   it('4429 for a second connection_init', async () => {
     const client = await rawSocket(server.wsUrl)
     await client.init(token)

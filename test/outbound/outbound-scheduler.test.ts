@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/outbound/outbound-scheduler.ts'
+import { byteLengthOf, DEFAULT_LIMITS, OutboundScheduler, type OutboundSocket, type SchedulerLimits } from '../../src/outbound/outbound-scheduler.ts'
 import { heldSocket } from '../support/held-socket.ts'
 
 
@@ -197,7 +197,7 @@ describe('OutboundScheduler writes (what each one costs)', () => {
       },
       send(frame, done) {
         writes.push({ frame: String(frame), withCallback: done !== undefined })
-        held.push({ bytes: Buffer.byteLength(frame), done })
+        held.push({ bytes: byteLengthOf(frame), done })
       },
       close: () => undefined,
       ping: () => undefined,

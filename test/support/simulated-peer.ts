@@ -1,4 +1,4 @@
-import type { OutboundScheduler, OutboundSocket } from '../../src/outbound/outbound-scheduler.ts'
+import { byteLengthOf, type OutboundScheduler, type OutboundSocket } from '../../src/outbound/outbound-scheduler.ts'
 
 /**
  * A peer on a simulated clock: the socket takes every write at once (ws's buffer stays empty, as
@@ -17,7 +17,7 @@ export function simulatedPeer(rate: number, options: { answers?: boolean; slurp?
   const socket: OutboundSocket = {
     bufferedAmount: 0,
     send(f, done) {
-      wire.push({ frame: String(f), bytes: Buffer.byteLength(f), writtenAt: now })
+      wire.push({ frame: String(f), bytes: byteLengthOf(f), writtenAt: now })
       done?.()
     },
     ping(payload) {
