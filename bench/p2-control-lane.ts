@@ -15,6 +15,7 @@ import { AddMessageDocument, StartSessionDocument } from '../test/generated/grap
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import { report, type Row } from './scenario.ts'
 import { quantile } from './support.ts'
+import { clock, traceClient, writeTrace } from './p2-trace.ts'
 
 const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 30_000)
 /** Streams measured one after the other on each connection: one stream lasts about a second, ~50 requests. */
@@ -162,6 +163,8 @@ async function measure(server: BenchServer, flood: boolean, follow: Follow = 'ap
   const { taskId } = await server.call<{ taskId: string }>('seed')
   const sessionId = (await graphql<{ startSession: { id: string } }>(server, print(StartSessionDocument), { input: { taskId } })).startSession.id
   const client = await rawGraphqlWs(server.wsUrl, BENCH_ADMIN_TOKEN)
+  const traceFile = flood && follow === 'append' && !unthrottled ? process.env.BENCH_P2_TRACE : undefined
+  const traced = traceFile ? traceClient((client.socket as unknown as { _socket: Socket })._socket, client.socket) : undefined
   if (!unthrottled) client.throttleReading(READ_BYTES_PER_SECOND)
   let bytesRead = 0
   ;(client.socket as unknown as { _socket: Socket })._socket.on('data', (chunk: Buffer) => (bytesRead += chunk.length))
@@ -195,6 +198,12 @@ async function measure(server: BenchServer, flood: boolean, follow: Follow = 'ap
   for (let i = 0; i < WARMUP_REQUESTS; i++) await requests.once()
   requests.reset()
 
+  const sends: [number, string][] = []
+  if (traced) {
+    await server.call('traceStart')
+    const send = client.send.bind(client)
+    client.send = (message: { id?: string }) => (sends.push([clock(), message.id ?? '']), send(message))
+  }
   const started = performance.now()
   let windows: Run['windows'] = []
   let i = 0
@@ -218,6 +227,7 @@ async function measure(server: BenchServer, flood: boolean, follow: Follow = 'ap
   const floodMs = performance.now() - started
   const missing = await requests.drain()
   client.socket.terminate()
+  if (traceFile) writeTrace(traceFile, { ...traced, sends, server: await server.call('traceTake') })
   updateFrames.sort((a, b) => a - b)
   return { rtts: requests.rtts, missing, floodMs, bytesRead, largestFrame, updateFrames, windows }
 }

@@ -1,152 +1,27 @@
 /**
- * `MessageUpdated.append` end to end on one subscription: which published appends a client may
- * apply (it holds the base they extend), and how undelivered appends of one message merge in the
- * replaceable lane so that no text is ever dropped.
+ * The MessageUpdated frames that carry appends (append-chain.ts says which append a frame carries):
+ * how undelivered appends of one message merge in the replaceable lane so that no text is ever
+ * dropped, and how a frame is written in slices.
  *
- * The rule a client can rely on: a non-null append extends the content of the last frame of that
- * message this subscription delivered (MessageAdded, the SessionJoined snapshot or MessageUpdated);
- * a status-only change is an empty append; anything that breaks the chain (a dropped publication,
- * an evicted frame, an errored frame, a change that may touch content, a message not tracked any
- * more) makes the next frame's append null, and the client reads `message.content` once.
+ * A frame is serialized once, as a template: its `append { offset text }` leaves are rendered as
+ * markers (a number no offset takes, a string no text holds), found once per frame, and each slice
+ * or merge is the template with its values spliced in, the text JSON-escaped as JSON.stringify
+ * does. No frame is parsed and re-serialized per slice.
  */
-import type { ReplaceableFrame } from './outbound-scheduler.ts'
+import { randomInt } from 'node:crypto'
+import type { ReplaceableFrame } from './replaceable-lanes.ts'
+import { sliceAppend, sliceBound, type Append, type AppendChain } from './append-chain.ts'
 
-export interface Append {
-  /** Length of the content before `text`, in UTF-16 code units. */
-  offset: number
-  text: string
-}
-
-/** Messages per subscription whose delivered version is remembered; an older one just gets append null. */
-export const TRACKED_MESSAGES = 32
-
-/** (contract v1.3) The most text one MessageUpdated frame appends, in UTF-8 bytes. */
-export const APPEND_SLICE_BYTES = 16 * 1024
-
-/**
- * The least text of a slice cut to fit the send window: below it a frame's own fields (~0.5 KB)
- * would cost more than the text, and a nearly full window would be filled by frames of a few bytes.
- */
-export const MIN_SLICE_BYTES = 2 * 1024
-
-/**
- * The text bound of the next slice of a frame whose other bytes (JSON envelope, message fields)
- * are `envelope`, when the send window takes `room` more bytes (undefined: no window): the
- * slice fills the window, between MIN_SLICE_BYTES and APPEND_SLICE_BYTES. A slow reader gets
- * smaller slices, so that a response written after one waits about the window, not 16 KiB.
- */
-export function sliceBound(room: number | undefined, envelope: number): number {
-  if (room === undefined) return APPEND_SLICE_BYTES
-  return Math.min(APPEND_SLICE_BYTES, Math.max(MIN_SLICE_BYTES, room - envelope))
-}
-
-/**
- * How many UTF-16 code units of `text`, from its start, encode in at most `maxBytes` of UTF-8,
- * never ending between the two halves of a surrogate pair (a lone surrogate counts as U+FFFD,
- * 3 bytes, as the wire encodes it). At least one code point, so that a cut always progresses.
- */
-export function utf8Cut(text: string, maxBytes: number): number {
-  // Every code unit is at most 3 bytes (a pair: 4 for two units).
-  if (text.length * 3 <= maxBytes) return text.length
-  let bytes = 0
-  let i = 0
-  while (i < text.length) {
-    const unit = text.charCodeAt(i)
-    let width = 1
-    let size: number
-    if (unit < 0x80) size = 1
-    else if (unit < 0x800) size = 2
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      size = 4
-      width = 2
-    } else size = 3
-    if (bytes + size > maxBytes) return i === 0 ? width : i
-    bytes += size
-    i += width
-  }
-  return i
-}
-
-/**
- * The first slice of `append` (at most `maxBytes` of UTF-8 text) and what follows it (undefined
- * when it all fits): contiguous offsets, no surrogate pair cut in two.
- */
-export function sliceAppend(append: Append, maxBytes = APPEND_SLICE_BYTES): { head: Append; rest: Append | undefined } {
-  const cut = utf8Cut(append.text, maxBytes)
-  if (cut >= append.text.length) return { head: append, rest: undefined }
-  return {
-    head: { offset: append.offset, text: append.text.slice(0, cut) },
-    rest: { offset: append.offset + cut, text: append.text.slice(cut) },
-  }
-}
+export * from './append-chain.ts'
 
 type Path = readonly (string | number)[]
 
-/** What a subscription's client holds of one message: its version, and its content's length when known. */
-interface Held {
-  version: number
-  length: number | undefined
-}
-
-/**
- * Per subscription, for the most recent messages: the version whose content the client holds
- * (or will hold once what is queued is written). Bounded: forgetting a message only costs that
- * client one content read.
- */
-export class AppendChain {
-  readonly #held = new Map<string, Held>()
-
-  get size(): number {
-    return this.#held.size
-  }
-
-  /** The subscription delivers the message at `version` with its content (snapshot, MessageAdded, a full update). */
-  seed(messageId: string, version: number, length: number): void {
-    const known = this.#held.get(messageId)
-    if (known === undefined || version >= known.version) this.#set(messageId, { version, length })
-  }
-
-  /**
-   * The append to deliver for a publication of `version` whose content grew by `change` (or did
-   * not change): `stale` when the client holds that version already (skip the frame), the append
-   * when it extends exactly what the client holds, null otherwise (the client reads content).
-   */
-  advance(messageId: string, version: number, change: Append | 'unchanged'): Append | null | 'stale' {
-    const known = this.#held.get(messageId)
-    if (known !== undefined && version <= known.version) return 'stale'
-    const chained = known !== undefined && known.version === version - 1 ? known : undefined
-    if (change === 'unchanged') {
-      // An empty append keeps the chain (and spares the client a content read) across a status change.
-      const length = chained?.length
-      this.#set(messageId, { version, length })
-      return length === undefined ? null : { offset: length, text: '' }
-    }
-    this.#set(messageId, { version, length: change.offset + change.text.length })
-    return chained && (chained.length === undefined || chained.length === change.offset) ? change : null
-  }
-
-  /**
-   * When the frame advanced to `version` is queued: true when nothing broke the chain in between
-   * (an eviction of the frame before it, while this one was being executed). Either way the
-   * frame is now the client's base.
-   */
-  intact(messageId: string, version: number, length: number): boolean {
-    if (this.#held.get(messageId)?.version === version) return true
-    this.#set(messageId, { version, length })
-    return false
-  }
-
-  forget(messageId: string): void {
-    this.#held.delete(messageId)
-  }
-
-  #set(messageId: string, held: Held): void {
-    // Delete first so the map's order is recency: the oldest entry is the one to let go.
-    this.#held.delete(messageId)
-    this.#held.set(messageId, held)
-    if (this.#held.size > TRACKED_MESSAGES) this.#held.delete(this.#held.keys().next().value!)
-  }
-}
+/** What `offset` renders in a template: negative, so never a real offset; random, so no other field's value by chance. */
+const OFFSET_MARK = -(2 ** 30) - randomInt(2 ** 30 - 1)
+/** What `text` renders in a template (JSON.stringify escapes its NUL: `"\u0000append…"`). */
+const TEXT_MARK = `\u0000append ${randomInt(2 ** 47).toString(36)}`
+const TEXT_JSON = JSON.stringify(TEXT_MARK)
+const OFFSET_JSON = `:${OFFSET_MARK}`
 
 /**
  * What the resolvers of one MessageUpdated frame record while it is executed, for the frame's
@@ -156,12 +31,15 @@ export class AppendChain {
 export class StreamTag {
   /** Response paths (aliases included) of every `append` field of the frame that resolved non-null. */
   readonly appendPaths: Path[] = []
-  /** Response paths of the `offset` and `text` fields under them. */
-  readonly leaves: { path: Path; field: keyof Append }[] = []
+  /** `offset` and `text` leaves rendered as markers. */
+  leaves = 0
   /** The frame selects `message.content` (it carries the whole content anyway). */
   withContent = false
-  /** The frame parsed once, for a frame re-serialized with other appends (its slices). */
-  parsed?: { payload?: { data?: unknown } }
+  /**
+   * The frame goes to the outbound scheduler through streamFrame (delivery-tags.ts), which splices
+   * each slice's values into it: its leaves render markers. Otherwise (no scheduler) real values.
+   */
+  templated = false
 
   constructor(
     readonly messageId: string,
@@ -170,11 +48,20 @@ export class StreamTag {
     readonly append: Append | null,
     readonly chain: AppendChain,
   ) {}
-}
 
-/** The frame's length without its append's text: about the bytes every slice of it carries besides text. */
-function envelopeOf(frame: string, tag: StreamTag): number {
-  return frame.length - (tag.append?.text.length ?? 0)
+  /** What the `offset` leaf of `append` renders. */
+  offset(append: Append): number {
+    if (!this.templated) return append.offset
+    this.leaves++
+    return OFFSET_MARK
+  }
+
+  /** What the `text` leaf of `append` renders. */
+  text(append: Append): string {
+    if (!this.templated) return append.text
+    this.leaves++
+    return TEXT_MARK
+  }
 }
 
 export function streamTag(messageId: string, version: number, append: Append | null, chain: AppendChain): StreamTag {
@@ -182,35 +69,99 @@ export function streamTag(messageId: string, version: number, append: Append | n
 }
 
 /**
+ * One serialized frame cut at its markers: `parts[i]`, the value of `holes[i]`, `parts[i + 1]`, …;
+ * and the spans of its append objects, for the frame with append null.
+ */
+class Template {
+  readonly parts: string[] = []
+  readonly holes: (keyof Append)[] = []
+  /** [start, end) of each `{…}` append object. */
+  readonly spans: [number, number][] = []
+  /** The frame's bytes besides the text, about (for the slice bound). */
+  readonly envelope: number
+  #nulled: string | undefined
+
+  constructor(readonly frame: string) {
+    const found: [number, keyof Append][] = []
+    for (let at = frame.indexOf(TEXT_JSON); at >= 0; at = frame.indexOf(TEXT_JSON, at + 1)) found.push([at, 'text'])
+    for (let at = frame.indexOf(OFFSET_JSON); at >= 0; at = frame.indexOf(OFFSET_JSON, at + 1)) {
+      const after = frame[at + OFFSET_JSON.length]
+      if (after === ',' || after === '}') found.push([at + 1, 'offset'])
+    }
+    found.sort((a, b) => a[0] - b[0])
+    let from = 0
+    for (const [at, field] of found) {
+      this.parts.push(frame.slice(from, at))
+      this.holes.push(field)
+      from = at + (field === 'text' ? TEXT_JSON.length : OFFSET_JSON.length - 1)
+      // An append object holds only scalars (its offset and text, the text a marker): no brace inside.
+      const start = frame.lastIndexOf('{', at)
+      if (this.spans.at(-1)?.[0] !== start) this.spans.push([start, frame.indexOf('}', at) + 1])
+    }
+    this.parts.push(frame.slice(from))
+    this.envelope = frame.length - (TEXT_JSON.length - 2) * this.holes.filter((h) => h === 'text').length
+  }
+
+  /** Whether the markers found are the leaves and appends the resolvers rendered (else a text held a marker). */
+  matches(tag: StreamTag): boolean {
+    return this.holes.length === tag.leaves && this.spans.length === tag.appendPaths.length
+  }
+
+  render(append: Append): string {
+    const text = this.holes.includes('text') ? JSON.stringify(append.text) : ''
+    let out = this.parts[0]!
+    for (let i = 0; i < this.holes.length; i++) out += (this.holes[i] === 'text' ? text : String(append.offset)) + this.parts[i + 1]!
+    return out
+  }
+
+  /** The frame with every append null (the client reads content). */
+  nulled(): string {
+    if (this.#nulled === undefined) {
+      let out = ''
+      let from = 0
+      for (const [start, end] of this.spans) {
+        out += this.frame.slice(from, start) + 'null'
+        from = end
+      }
+      this.#nulled = out + this.frame.slice(from)
+    }
+    return this.#nulled
+  }
+}
+
+/**
+ * How a frame is rendered: from its template; as serialized (no append field rendered non-null);
+ * or, should its markers not be where its resolvers put them (a text or a content holding a
+ * marker: never by chance), parsed and re-serialized.
+ */
+type Rendering = Template | 'as serialized' | 'parsed'
+
+/**
  * The replaceable entry of one serialized MessageUpdated frame. Merges are kept structured and
- * the frame is re-serialized when written (JSON.parse / stringify only for a frame whose append
- * changed). An append of more than APPEND_SLICE_BYTES (or than the send window's room, see
- * sliceBound) is written in slices, one per turn of the lane, each a copy of the frame (the same
- * `message`: slices share its version) with its part of the text; the unsent rest stays queued,
- * and a newer update of the message merges into it.
+ * the frame is rendered from its template when written. An append of more than
+ * APPEND_SLICE_BYTES (or than the send window's room, see sliceBound) is written in slices, one
+ * per turn of the lane, each a copy of the frame (the same `message`: slices share its version)
+ * with its part of the text; the unsent rest stays queued, and a newer update of the message
+ * merges into it.
  */
 class StreamFrame implements ReplaceableFrame {
   constructor(
     private readonly frame: string,
+    private readonly rendering: Rendering,
     private readonly tag: StreamTag,
     readonly append: Append | null,
   ) {}
 
   take(room?: number): { frame: string; rest?: ReplaceableFrame } {
-    const append = this.append
-    // No `append` in the selection: the frame as serialized (the newest one absorbed the others).
-    if (this.tag.appendPaths.length === 0) return { frame: this.frame }
-    const unchanged = append === this.tag.append
-    if (append === null) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, null) }
+    const { rendering: template, append } = this
+    if (template === 'as serialized') return { frame: this.frame }
+    if (template === 'parsed') return { frame: parsedRendering(this.frame, this.tag, append) }
+    if (append === null) return { frame: template.nulled() }
     // The frame carries the whole content already: it is the client's copy, never sliced; its
     // append only within the contract's bound.
-    if (this.tag.withContent) {
-      if (sliceAppend(append).rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, append) }
-      return { frame: patchAppend(this.frame, this.tag, null) }
-    }
-    const { head, rest } = sliceAppend(append, sliceBound(room, envelopeOf(this.frame, this.tag)))
-    if (rest === undefined) return { frame: unchanged ? this.frame : patchAppend(this.frame, this.tag, head) }
-    return { frame: patchAppend(this.frame, this.tag, head), rest: this.#with(rest) }
+    if (this.tag.withContent) return { frame: sliceAppend(append).rest === undefined ? template.render(append) : template.nulled() }
+    const { head, rest } = sliceAppend(append, sliceBound(room, template.envelope))
+    return rest === undefined ? { frame: template.render(head) } : { frame: template.render(head), rest: this.#with(rest) }
   }
 
   supersede(previous: ReplaceableFrame): ReplaceableFrame {
@@ -226,41 +177,44 @@ class StreamFrame implements ReplaceableFrame {
   }
 
   #with(append: Append | null): StreamFrame {
-    return new StreamFrame(this.frame, this.tag, append)
+    return new StreamFrame(this.frame, this.rendering, this.tag, append)
   }
 }
 
-/** The scheduler entry for a MessageUpdated frame, its append checked against the chain once more. */
+/**
+ * The scheduler entry for a MessageUpdated frame rendered with `tag.templated` (markers), its
+ * append checked against the chain once more. Its template is cut once, here.
+ */
 export function streamFrame(frame: string, tag: StreamTag): ReplaceableFrame {
-  if (tag.append === null) return new StreamFrame(frame, tag, null)
+  const entry = (append: Append | null) => new StreamFrame(frame, renderingOf(frame, tag), tag, append)
+  if (tag.append === null) return entry(null)
   // An error may have cut the append out of the frame: the client cannot extend its copy.
   // (Inside JSON string values quotes are escaped, so this matches a key, never content.)
   if (frame.includes('"errors":')) {
     tag.chain.forget(tag.messageId)
-    return new StreamFrame(frame, tag, null)
+    return entry(null)
   }
   const intact = tag.chain.intact(tag.messageId, tag.version, tag.append.offset + tag.append.text.length)
-  return new StreamFrame(frame, tag, intact ? tag.append : null)
+  return entry(intact ? tag.append : null)
 }
 
-function patchAppend(frame: string, tag: StreamTag, append: Append | null): string {
-  if (append === null) {
-    // The last rendering of this frame (a null append ends the chain): parsed for it alone.
-    const message = JSON.parse(frame) as NonNullable<StreamTag['parsed']>
-    for (const path of tag.appendPaths) setAt(message.payload?.data, path, null)
-    return JSON.stringify(message)
+function renderingOf(frame: string, tag: StreamTag): Rendering {
+  if (tag.appendPaths.length === 0 || !tag.templated) return 'as serialized'
+  const template = new Template(frame)
+  return template.matches(tag) ? template : 'parsed'
+}
+
+/** A frame whose markers are not only where its resolvers put them: parsed, every append set (null past the bound). Unsliced. */
+function parsedRendering(frame: string, tag: StreamTag, append: Append | null): string {
+  const message = JSON.parse(frame) as { payload?: { data?: unknown } }
+  const fits = append !== null && sliceAppend(append).rest === undefined
+  for (const path of tag.appendPaths) {
+    const object = path.slice(0, -1).reduce<unknown>((node, key) => (node as Record<string | number, unknown> | null)?.[key], message.payload?.data)
+    const key = path.at(-1)!
+    const value = (object as Record<string | number, unknown> | null | undefined)?.[key] as Record<string, unknown> | null | undefined
+    if (!value) continue
+    if (!fits) (object as Record<string | number, unknown>)[key] = null
+    else for (const [k, v] of Object.entries(value)) value[k] = v === OFFSET_MARK ? append.offset : v === TEXT_MARK ? append.text : v
   }
-  // Parsed once per frame however many slices it is written in: each sets every leaf.
-  const message = (tag.parsed ??= JSON.parse(frame) as NonNullable<StreamTag['parsed']>)
-  for (const { path, field } of tag.leaves) setAt(message.payload?.data, path, append[field])
   return JSON.stringify(message)
-}
-
-function setAt(root: unknown, path: Path, value: unknown): void {
-  let node = root
-  for (const key of path.slice(0, -1)) {
-    if (typeof node !== 'object' || node === null) return
-    node = (node as Record<string | number, unknown>)[key]
-  }
-  if (typeof node === 'object' && node !== null) (node as Record<string | number, unknown>)[path[path.length - 1]!] = value
 }

@@ -102,6 +102,8 @@ export function deliveryTagOf(event: SessionEventValue): DeliveryTag {
 function untracedTagOf(event: SessionEventValue): DeliveryTag {
   if (event.type !== 'MessageUpdated') return { frameClass: 'semantic', sessionId: sessionOf(event) }
   const stream = event.stream
+  // Delivered through the scheduler: its leaves render markers, spliced per slice (append-frame.ts).
+  if (stream) stream.templated = true
   return {
     frameClass: 'replaceable',
     sessionId: event.message.sessionId,

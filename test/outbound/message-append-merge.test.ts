@@ -18,17 +18,12 @@ function subscription(scheduler: OutboundScheduler, messageId = 'm1', chain = ne
     const append = chain.advance(messageId, version, change)
     if (append === 'stale') return undefined
     const tag = streamTag(messageId, version, append, chain)
+    tag.templated = true
     const event: Record<string, unknown> = { __typename: 'MessageUpdated', message: { id: messageId, version } }
-    if (append) {
-      tag.appendPaths.push(['sessionEvents', 'a'], ['sessionEvents', 'append'])
-      tag.leaves.push(
-        { path: ['sessionEvents', 'a', 'o'], field: 'offset' },
-        { path: ['sessionEvents', 'a', 'text'], field: 'text' },
-        { path: ['sessionEvents', 'append', 'offset'], field: 'offset' },
-      )
-    }
-    event.a = append && { o: append.offset, text: append.text }
-    event.append = append && { offset: append.offset }
+    if (append) tag.appendPaths.push(['sessionEvents', 'a'], ['sessionEvents', 'append'])
+    // The leaves render what the tag says (markers), as the schema's resolvers do.
+    event.a = append && { o: tag.offset(append), text: tag.text(append) }
+    event.append = append && { offset: tag.offset(append) }
     const frame = JSON.stringify({ id: 'op', type: 'next', payload: { data: { sessionEvents: event } } })
     return { frame, tag }
   }
@@ -98,10 +93,11 @@ describe('undelivered appends in the replaceable lane', () => {
     expect(events(s.written.slice(1))).toEqual([
       { __typename: 'MessageUpdated', message: { id: 'm1', version: 5 }, a: { o: 3, text: 'defghi' }, append: { offset: 3 } },
     ])
-    // The socket is idle now: the next frame is queued and written untouched.
+    // The socket is idle now: the next frame is written as it would have been serialized with its values.
     const next = sub.resolve(appends(6, 9, ['j'])[0]!)!
     sub.route(next)
-    expect(s.written.at(-1)).toBe(next.frame)
+    const plain = { __typename: 'MessageUpdated', message: { id: 'm1', version: 6 }, a: { o: 9, text: 'j' }, append: { offset: 9 } }
+    expect(s.written.at(-1)).toBe(JSON.stringify({ id: 'op', type: 'next', payload: { data: { sessionEvents: plain } } }))
   })
 
   it('keep a status change (empty append) from costing the text queued before it', () => {

@@ -252,7 +252,7 @@ describe('OutboundScheduler batches', () => {
         log.push('flush')
       },
     }
-    const scheduler = new OutboundScheduler(socket, limits({ socketHighWater: 1 << 20, sendWindow: { floor: 1000, ceiling: 1000, targetDelayMs: 20 } }))
+    const scheduler = new OutboundScheduler(socket, limits({ socketHighWater: 1 << 20, sendWindow: { floor: 1000, ceiling: 1000, targetDelayMs: 20, probeMark: 500 } }))
     scheduler.enqueueSemantic('f-1'.padEnd(600, '.'))
     expect(log).toEqual(['batched frame f-1..', 'batched ping 0', 'flush'])
   })

@@ -1,7 +1,7 @@
 import { builder } from '../builder.ts'
 import { createLoaders } from '../loaders.ts'
 import { notFound } from '../../errors.ts'
-import { responsePathAsArray, type GraphQLResolveInfo } from 'graphql'
+import { responsePathAsArray, type FieldNode, type GraphQLResolveInfo } from 'graphql'
 import type { Append } from '../../outbound/append-frame.ts'
 import type { SessionEventValue } from '../../session-stream/session-event-reads.ts'
 import { deliveryTagOf, openSessionStream, streamBeingRendered } from '../../session-stream/session-stream.ts'
@@ -37,29 +37,32 @@ const MessageAddedRef = builder.objectRef<Of<'MessageAdded'>>('MessageAdded').im
   fields: (t) => ({ message: t.field({ type: MessageRef, resolve: (e) => e.message }) }),
 })
 
-/** The leaves' response paths go with the frame, whose appends may merge (its text rewritten) before it is written. */
-function recordLeaf(info: GraphQLResolveInfo, field: keyof Append) {
-  streamBeingRendered(info)?.leaves.push({ path: responsePathAsArray(info.path), field })
-}
-
+/**
+ * A frame delivered through the scheduler renders its `offset` and `text` as markers, spliced per
+ * slice (outbound/append-frame.ts); elsewhere the values themselves.
+ */
 const MessageAppendRef = builder.objectRef<Append>('MessageAppend').implement({
   description: '(v1.2) Text appended to a message\'s content.',
   fields: (t) => ({
     offset: t.int({
       description: 'Length of the content before this append, in UTF-16 code units (JavaScript string length).',
-      resolve: (a, _args, _ctx, info) => {
-        recordLeaf(info, 'offset')
-        return a.offset
-      },
+      resolve: (a, _args, _ctx, info) => streamBeingRendered(info)?.offset(a) ?? a.offset,
     }),
-    text: t.string({
-      resolve: (a, _args, _ctx, info) => {
-        recordLeaf(info, 'text')
-        return a.text
-      },
-    }),
+    text: t.string({ resolve: (a, _args, _ctx, info) => streamBeingRendered(info)?.text(a) ?? a.text }),
   }),
 })
+
+/**
+ * The response path of an `append` field: the same for every event of a subscription (no list on
+ * the way), so computed on its first frame and kept with the document's field node.
+ */
+const appendPaths = new WeakMap<FieldNode, readonly (string | number)[]>()
+function appendPathOf(info: GraphQLResolveInfo): readonly (string | number)[] {
+  const node = info.fieldNodes[0]!
+  let path = appendPaths.get(node)
+  if (!path) appendPaths.set(node, (path = responsePathAsArray(info.path)))
+  return path
+}
 
 const MessageUpdatedRef = builder.objectRef<Of<'MessageUpdated'>>('MessageUpdated').implement({
   description: 'Replaceable: a newer update for the same message may supersede an undelivered older one.',
@@ -72,7 +75,7 @@ const MessageUpdatedRef = builder.objectRef<Of<'MessageUpdated'>>('MessageUpdate
         "(v1.2) Set when the message's content only grew since the previous MessageUpdated delivered on this subscription: the text appended at `offset`. A client that selects `append` (and not `message.content`) receives each streamed byte once; undelivered appends of one message merge into one. Null after a gap or a non-append change: then read `message.content`. (v1.3) An append carries at most 16 KiB of text (UTF-8). Growth beyond that arrives as several MessageUpdated frames, which may share one message.version: a client applies an append whose offset equals the length it holds, whatever the version, ignores one that ends at or before that length, and treats any other offset as a gap.",
       resolve: (e, _args, _ctx, info) => {
         if (!e.append) return null
-        e.stream?.appendPaths.push(responsePathAsArray(info.path))
+        e.stream?.appendPaths.push(appendPathOf(info))
         return e.append
       },
     }),
