@@ -2,6 +2,7 @@ import type { Connection } from './gateway-connection.ts'
 import type { DeliveryTag } from '../outbound/delivery-tags.ts'
 import { tracing } from '../observability/tracing.ts'
 import { DETACHED } from './detached-members.ts'
+import { streamFrame } from '../outbound/append-frame.ts'
 
 /** graphql-ws writes `{"id":…,"type":…,"payload":…}` in that order; matching the head spares parsing a multi-MB payload per frame. */
 const FRAME_HEAD = /^\{"id":("(?:[^"\\]|\\.)*"),"type":"([a-z_]+)"/
@@ -43,7 +44,7 @@ export function routeFrame(connection: Connection, data: string): void {
 function enqueueTagged(connection: Connection, id: string, data: string, tag: DeliveryTag | undefined): void {
   if (tag?.frameClass === 'replaceable') {
     // Keyed per subscription too: two subscriptions of one session on a connection each follow their own appends.
-    const frame = tag.entryOf ? tag.entryOf(data) : data
+    const frame = tag.stream ? streamFrame(data, tag.stream) : data
     return connection.scheduler.enqueueReplaceable(frame, tag.sessionId, `${tag.key} ${id}`)
   }
   connection.scheduler.enqueueSemantic(data, tag?.sessionId)

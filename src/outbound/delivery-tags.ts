@@ -1,4 +1,4 @@
-import type { Frame, ReplaceableFrame } from './outbound-scheduler.ts'
+import type { StreamTag } from './append-frame.ts'
 import type { DeliveryTrace } from '../observability/tracing.ts'
 
 /** How the scheduler must treat one result of a subscription operation (`trace`: the delivery it continues, tracing on). */
@@ -10,10 +10,10 @@ export type DeliveryTag =
       sessionId: string
       key: string
       /**
-       * The scheduler entry of the serialized result, for a frame that takes part in its own
-       * replacement (a streamed message's appends merge); absent: the frame replaces as is.
+       * A streamed message's frame, whose appends merge and are sliced (append-frame.ts: its
+       * scheduler entry); absent: the frame replaces as is.
        */
-      entryOf?: (serialized: string) => ReplaceableFrame | Frame
+      stream?: StreamTag
     }
 
 /**

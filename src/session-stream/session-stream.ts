@@ -9,8 +9,8 @@ import { messagesOfSession } from '../store/sessions.ts'
 import type { SessionRow } from '../store/rows.ts'
 import type { Store } from '../store/store.ts'
 import type { ConnectionScope } from './connection-scope.ts'
-import type { DeliveryTag } from '../outbound/delivery-tags.ts'
-import { AppendChain, StreamTag, streamFrame, streamTag } from '../outbound/append-frame.ts'
+import type { DeliveryTag, DeliveryTags } from '../outbound/delivery-tags.ts'
+import { AppendChain, StreamTag, streamTag } from '../outbound/append-frame.ts'
 import { sharedSessionEvent, type SessionEventValue } from './session-event-reads.ts'
 import { tracing } from '../observability/tracing.ts'
 
@@ -21,6 +21,8 @@ export interface SessionStreamSources {
   pubsub: PubSub
   /** The connection the subscription arrived on (none over HTTP): a duplicate join gets no snapshot. */
   connection?: ConnectionScope
+  /** Over a WebSocket: where the stream says, as it yields each event, how the gateway delivers it. */
+  deliveryTags?: DeliveryTags
 }
 
 /**
@@ -52,7 +54,8 @@ export async function openSessionStream(
       // The event read for this subscriber carries its payload's delivery on to the frame it becomes.
       return resolveForSubscriber(sources.store, payload, chain).then((event) => (event && tracing.stages.carry(payload, event), event))
     })
-    return startingWith(joined, events, leave)
+    const tags = sources.deliveryTags
+    return startingWith(joined, events, leave, tags && ((event) => tags.tag(deliveryTagOf(event))))
   } catch (error) {
     leave()
     await live.return?.()
@@ -93,7 +96,7 @@ export function streamBeingRendered(info: { rootValue: unknown }): StreamTag | u
 }
 
 /** How the gateway delivers the event: MessageUpdated is replaceable (its appends merge), the rest semantic. */
-export function deliveryTagOf(event: SessionEventValue): DeliveryTag {
+function deliveryTagOf(event: SessionEventValue): DeliveryTag {
   const tag = untracedTagOf(event)
   if (tracing.on) tag.trace = tracing.stages.deliveryOf(event)
   return tag
@@ -108,7 +111,7 @@ function untracedTagOf(event: SessionEventValue): DeliveryTag {
     frameClass: 'replaceable',
     sessionId: event.message.sessionId,
     key: event.message.id,
-    ...(stream && { entryOf: (serialized: string) => streamFrame(serialized, stream) }),
+    stream,
   }
 }
 
@@ -126,8 +129,8 @@ function sessionOf(event: Exclude<SessionEventValue, { type: 'MessageUpdated' }>
   }
 }
 
-/** Yields `first`, then `rest`; return() reaches `rest` and runs `onEnd` exactly once. */
-function startingWith<T>(first: T, rest: AsyncIterableIterator<T>, onEnd: () => void): AsyncIterableIterator<T> {
+/** Yields `first`, then `rest`, each handed to `onYield` as it goes; return() reaches `rest` and runs `onEnd` exactly once. */
+function startingWith<T>(first: T, rest: AsyncIterableIterator<T>, onEnd: () => void, onYield?: (value: T) => void): AsyncIterableIterator<T> {
   let sentFirst = false
   let ended = false
   const end = () => {
@@ -140,10 +143,12 @@ function startingWith<T>(first: T, rest: AsyncIterableIterator<T>, onEnd: () => 
     async next() {
       if (!sentFirst) {
         sentFirst = true
+        onYield?.(first)
         return { value: first, done: false }
       }
       const result = await rest.next()
       if (result.done) end()
+      else onYield?.(result.value)
       return result
     },
     async return() {

@@ -4,7 +4,7 @@ import { notFound } from '../../errors.ts'
 import { responsePathAsArray, type FieldNode, type GraphQLResolveInfo } from 'graphql'
 import type { Append } from '../../outbound/append-frame.ts'
 import type { SessionEventValue } from '../../session-stream/session-event-reads.ts'
-import { deliveryTagOf, openSessionStream, streamBeingRendered } from '../../session-stream/session-stream.ts'
+import { openSessionStream, streamBeingRendered } from '../../session-stream/session-stream.ts'
 import type { Context } from '../context.ts'
 import { requireReadableSession } from '../authorize.ts'
 import { MessageRef, SessionModelsRef, SessionRef, sessionModels, TurnRef } from './session.ts'
@@ -161,9 +161,7 @@ builder.subscriptionField('sessionEvents', (t) =>
       relaunchOnOpen(ctx, session)
       return stream
     },
-    resolve: (event, _args, ctx) => {
-      ctx.deliveryTags?.tag(deliveryTagOf(event))
-      return event
-    },
+    // The stream tagged the event with how the gateway delivers it as it yielded it.
+    resolve: (event) => event,
   }),
 )
