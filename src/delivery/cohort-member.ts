@@ -13,7 +13,9 @@ export type Item = ExecutionResult | typeof SOURCE_ENDED | typeof SOURCE_FAILED
  * operation (complete, or an error) after the last result.
  */
 export interface CohortSink {
-  next(result: ExecutionResult): void
+  /** `deferred`: more results follow at once; they are written together at `flush`. */
+  next(result: ExecutionResult, deferred?: boolean): void
+  flush?(): void
 }
 
 const stopped = () => new GraphQLError('The subscription stopped on the server; subscribe again.', { extensions: { code: 'INTERNAL_SERVER_ERROR' } })

@@ -122,7 +122,7 @@ export class Cohorts {
   }
 
   /** Hands one shared item to a member: held back during its replay, dropped if its replay covered it. */
-  #deliver(member: CohortMember, item: Item, sequence: number | undefined): void {
+  #deliver(member: CohortMember, item: Item, sequence: number | undefined, deferred = false): void {
     const seam = member.seam
     if (seam) {
       if (seam.overflowed) return
@@ -134,7 +134,7 @@ export class Cohorts {
     }
     if (item === SOURCE_ENDED || item === SOURCE_FAILED) return member.push(item)
     if (member.floor !== undefined && sequence !== undefined && sequence <= member.floor) return
-    if (member.sink) member.sink.next(item)
+    if (member.sink) member.sink.next(item, deferred)
     else member.push(item)
   }
 
@@ -210,13 +210,16 @@ export class Cohorts {
     cohort.walking = false
   }
 
+  /** Every item the member lacks, written together (a task edit's two frames in one system call). */
   #catchUp(cohort: Cohort, member: CohortMember): void {
     const end = cohort.base + cohort.log.length
+    if (member.position >= end) return
     while (member.position < end && !member.ended) {
       const entry = cohort.log[member.position - cohort.base]!
       member.position++
-      this.#deliver(member, entry.item, entry.sequence)
+      this.#deliver(member, entry.item, entry.sequence, true)
     }
+    member.sink?.flush?.()
   }
 
   #release(source: AsyncIterableIterator<ExecutionResult>): void {

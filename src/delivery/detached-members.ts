@@ -53,11 +53,15 @@ export class MemberSink implements CohortSink {
     private readonly ends: MemberEnds,
   ) {}
 
-  next(result: ExecutionResult): void {
+  next(result: ExecutionResult, deferred = false): void {
     // Completed by the client (or refused) already: graphql-ws would not send it either.
     if (!this.connection.subscriptions.has(this.id)) return
     this.#head ??= nextFrameHead(this.id)
-    this.connection.scheduler.enqueueSemantic(new SharedFrame(this.#head, this.bodyOf(result)))
+    this.connection.scheduler.enqueueSemantic(new SharedFrame(this.#head, this.bodyOf(result)), undefined, deferred)
+  }
+
+  flush(): void {
+    this.connection.scheduler.pump()
   }
 
   /** graphql-ws started the member: the gateway runs it from now on. */

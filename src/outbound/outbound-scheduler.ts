@@ -145,13 +145,14 @@ export class OutboundScheduler {
     this.pump()
   }
 
-  enqueueSemantic(frame: OutFrame, sessionId?: string): void {
+  /** `deferred`: more frames follow at once, and the caller pumps after the last (they leave in one write). */
+  enqueueSemantic(frame: OutFrame, sessionId?: string, deferred = false): void {
     if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
     if (sessionId !== undefined) this.#lanes.semanticQueued(sessionId)
     this.#semantic.push({ frame, sessionId })
-    this.pump()
+    if (!deferred) this.pump()
   }
 
   enqueueReplaceable(frame: Frame | ReplaceableFrame, sessionId: string, key: string): void {

@@ -92,7 +92,19 @@ describe('Cohorts when the shared source ends or fails', () => {
     const feed = source()
     const order: [member: number, n: number][] = []
     const size = 1000
-    for (let m = 0; m < size; m++) await cohorts.join('k', () => (m === 0 ? feed.iterator : source().iterator), { next: (r) => void order.push([m, r.data!.n as number]) })
+    const flushes = new Map<number, number[][]>()
+    const pending = new Map<number, number[]>()
+    for (let m = 0; m < size; m++)
+      await cohorts.join('k', () => (m === 0 ? feed.iterator : source().iterator), {
+        next: (r, deferred) => {
+          order.push([m, r.data!.n as number])
+          if (deferred) pending.set(m, [...(pending.get(m) ?? []), r.data!.n as number])
+        },
+        flush: () => {
+          flushes.set(m, [...(flushes.get(m) ?? []), pending.get(m) ?? []])
+          pending.delete(m)
+        },
+      })
     // A task edit: its TaskUpserted, then its summary, the second made while the first fans out.
     feed.push({ data: { n: 1 } })
     feed.push({ data: { n: 2 } })
@@ -107,6 +119,10 @@ describe('Cohorts when the shared source ends or fails', () => {
     expect(firstSecond).toBeLessThan(lastFirst)
     const together = order.filter(([m, n], i) => n === 1 && order[i + 1]?.[0] === m && order[i + 1]?.[1] === 2).length
     expect(together).toBeGreaterThan(size / 2)
+    // A member handed both at once is written both at once: one flush (one write) for the two.
+    const writtenTogether = [...flushes.values()].filter((writes) => writes.length === 1 && writes[0]!.join() === '1,2').length
+    expect(writtenTogether).toBe(together)
+    expect(pending.size).toBe(0)
     await feed.end()
   })
 
