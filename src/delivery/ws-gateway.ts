@@ -153,9 +153,10 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
     cohorts: cohorts.cohorts,
     /** How many entries the gateway holds, per table (tests prove every path frees what it took). */
     tableSizes() {
-      const sizes = { connections: connections.size, subscriptions: 0, memberships: 0, schedulerSessions: 0, cohorts: cohorts.cohorts.size }
+      const sizes = { connections: connections.size, subscriptions: 0, detached: 0, memberships: 0, schedulerSessions: 0, cohorts: cohorts.cohorts.size }
       for (const c of connections.values()) {
         sizes.subscriptions += c.subscriptions.size
+        sizes.detached += c.members?.size ?? 0
         sizes.memberships += c.memberships.sessions.length
         sizes.schedulerSessions += c.scheduler.trackedSessions
       }
