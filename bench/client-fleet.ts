@@ -3,8 +3,12 @@
 // every run: a hand-written graphql-transport-ws client (far cheaper per connection than
 // graphql-ws's createClient, so a few workers can hold 10,000 of them) that always uses the
 // subscription id "1". A worker timestamps each frame on arrival with the machine's wall clock, so
-// the parent can compare it with the trigger time another process took.
+// the parent can compare it with the trigger time another process took. A change may arrive as
+// more than one frame (a task edit: TaskUpserted, then its summary): a client's arrival is that of
+// the change's last frame. Clients bind to several loopback addresses (127.0.0.2, 127.0.0.3, …),
+// so 20,000 connections to one port never run out of one address's ephemeral ports.
 import { fork, type ChildProcess } from 'node:child_process'
+import { TYPESCRIPT_EXEC_ARGV } from './runtime.ts'
 import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import { wallClock } from './clock.ts'
@@ -21,9 +25,9 @@ export type Handshake =
 export const SUBSCRIPTION_ID = '1'
 
 type Request =
-  | { op: 'open'; url: string; count: number; handshake: Handshake; concurrency: number }
+  | { op: 'open'; url: string; count: number; handshake: Handshake; concurrency: number; localAddresses: string[] }
   | { op: 'arm' }
-  | { op: 'collect'; timeoutMs: number }
+  | { op: 'collect'; timeoutMs: number; frames: number }
   | { op: 'closeAll' }
 type Message = Request & { id: number }
 type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string }
@@ -33,29 +37,57 @@ export interface Opened {
   failed: number
 }
 
-/** One round of deliveries: when each client got its frame, who got none, and one frame as sent. */
+/** One round of deliveries (one change, of `frames` frames to every client). */
 export interface Arrivals {
+  /** When each client that got every frame of the change got its last. */
   times: number[]
+  /** For each of those clients, the time from its first frame of the change to its last. */
+  spreads: number[]
+  /** The earliest arrival of any frame of the round at any client (absent: none arrived). */
+  first?: number
+  /** Clients that got fewer frames than the change has. */
   missing: number
-  sample?: string
+  /** Clients that got more (a miscount, or a frame the change did not make). */
+  extra: number
+  /** Every frame of the round as one client got it, in order. */
+  sample: string[]
+  /** Whether the workers' sampled clients got different bytes (each worker samples one client). */
+  samplesDiffer?: boolean
+}
+
+/** Loopback addresses clients bind to: 127.0.0.2 onwards (the server listens on 127.0.0.1). */
+export function loopbackAddresses(count: number): string[] {
+  if (count < 1 || count > 250) throw new Error(`between 1 and 250 loopback addresses, not ${count}`)
+  return Array.from({ length: count }, (_, i) => `127.0.0.${i + 2}`)
 }
 
 // --- worker side ---
 
 function runWorker() {
-  const clients: { socket: WebSocket; round: number }[] = []
+  interface Client {
+    socket: WebSocket
+    /** The round its arrivals are of. */
+    round: number
+    arrivals: number[]
+  }
+  const clients: Client[] = []
   /** The current round; 0 while disarmed. Rounds are numbered on, never reused. */
   let round = 0
   let rounds = 0
-  let times: number[] = []
-  let sample: string | undefined
-  let complete: (() => void) | undefined
+  /** Frames of the round's change, once collect says (until then no client's round is complete). */
+  let expected = Infinity
+  let complete = 0
+  let first = Infinity
+  /** The round's first client to get a frame: every frame it gets is kept as sent. */
+  let sampled: Client | undefined
+  let sample: string[] = []
+  let done: (() => void) | undefined
 
-  const openOne = (url: string, handshake: Handshake) =>
+  const openOne = (url: string, handshake: Handshake, localAddress: string) =>
     new Promise<boolean>((resolve) => {
       const protocol = handshake.kind === 'none' ? undefined : 'graphql-transport-ws'
-      const socket = new WebSocket(url, protocol, { perMessageDeflate: false })
-      const client = { socket, round: 0 }
+      const socket = new WebSocket(url, protocol, { perMessageDeflate: false, localAddress })
+      const client: Client = { socket, round: 0, arrivals: [] }
       let settled = false
       const settle = (ok: boolean) => {
         if (settled) return
@@ -77,11 +109,16 @@ function runWorker() {
           if (handshake.kind === 'subscribe') socket.send(JSON.stringify({ id: SUBSCRIPTION_ID, type: 'subscribe', payload: handshake.payload }))
           return settle(true)
         }
-        if (round === 0 || client.round === round) return // not armed, or a second frame in the round
-        client.round = round
-        times.push(at)
-        sample ??= data.toString('utf8')
-        if (times.length === clients.length) complete?.()
+        if (round === 0) return // not armed
+        if (client.round !== round) {
+          client.round = round
+          client.arrivals.length = 0
+          if (at < first) first = at
+          sampled ??= client
+        }
+        client.arrivals.push(at)
+        if (client === sampled) sample.push(data.toString('utf8'))
+        if (client.arrivals.length === expected && ++complete === clients.length) done?.()
       })
     })
 
@@ -93,8 +130,9 @@ function runWorker() {
         let next = 0
         const lane = async () => {
           while (next < request.count) {
+            const localAddress = request.localAddresses[next % request.localAddresses.length]!
             next++
-            if (await openOne(request.url, request.handshake)) opened++
+            if (await openOne(request.url, request.handshake, localAddress)) opened++
             else failed++
           }
         }
@@ -103,20 +141,30 @@ function runWorker() {
       }
       case 'arm':
         round = ++rounds
-        times = []
-        sample = undefined
+        expected = Infinity
+        complete = 0
+        first = Infinity
+        sampled = undefined
+        sample = []
         return null
       case 'collect': {
-        if (times.length < clients.length) {
+        expected = request.frames
+        const got = (c: Client) => (c.round === round ? c.arrivals.length : 0)
+        complete = clients.filter((c) => got(c) >= expected).length
+        if (complete < clients.length) {
           let timer: NodeJS.Timeout | undefined
           await new Promise<void>((resolve) => {
-            complete = resolve
+            done = resolve
             timer = setTimeout(resolve, request.timeoutMs)
           })
           clearTimeout(timer)
-          complete = undefined
+          done = undefined
         }
-        const result: Arrivals = { times, missing: clients.length - times.length, sample }
+        const completed = clients.filter((c) => got(c) >= expected)
+        const times = completed.map((c) => c.arrivals[expected - 1]!)
+        const spreads = completed.map((c) => c.arrivals[expected - 1]! - c.arrivals[0]!)
+        // (IPC carries JSON: an Infinity would arrive as null.)
+        const result: Arrivals = { times, spreads, ...(first !== Infinity && { first }), missing: clients.length - times.length, extra: clients.filter((c) => got(c) > expected).length, sample }
         round = 0 // disarmed until the next round
         return result
       }
@@ -149,22 +197,24 @@ function runWorker() {
 // --- parent side ---
 
 export interface ClientFleet {
-  /** Opens `count` clients, spread evenly over the workers. */
+  /** Opens `count` clients, spread evenly over the workers, each worker's over the loopback addresses. */
   open(url: string, count: number, handshake: Handshake): Promise<Opened>
-  /** Starts a round: from now on each client records the arrival of its next frame. */
+  /** Starts a round: from now on each client records the arrival of every frame. */
   arm(): Promise<void>
-  /** The round's arrivals, once every client has one or `timeoutMs` passed. */
-  collect(timeoutMs: number): Promise<Arrivals>
+  /** The round's arrivals, once every client has the change's `frames` frames or `timeoutMs` passed. */
+  collect(timeoutMs: number, frames: number): Promise<Arrivals>
   closeAll(): Promise<void>
   stop(): void
 }
 
-export function startClientFleet(workers: number): ClientFleet {
+/** `localAddresses`: how many loopback addresses the clients bind to (127.0.0.2 onwards). */
+export function startClientFleet(workers: number, localAddresses = 1): ClientFleet {
+  const addresses = loopbackAddresses(localAddresses)
   const children: ChildProcess[] = []
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let next = 0
   for (let i = 0; i < workers; i++) {
-    const child = fork(fileURLToPath(import.meta.url), ['worker'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    const child = fork(fileURLToPath(import.meta.url), ['worker'], { execArgv: [...TYPESCRIPT_EXEC_ARGV], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
     child.on('message', (reply: Reply) => {
       const waiter = pending.get(reply.id)
       pending.delete(reply.id)
@@ -189,13 +239,25 @@ export function startClientFleet(workers: number): ClientFleet {
     async open(url, count, handshake) {
       const shares = children.map((_, i) => Math.floor(count / workers) + (i < count % workers ? 1 : 0))
       // Bounded handshakes in flight per worker: a burst of 10,000 would only measure the accept queue.
-      const results = await all<Opened>((i) => ({ op: 'open', url, count: shares[i]!, handshake, concurrency: 64 }))
+      // Worker i starts at the i-th address, so the addresses' shares stay even whatever the count.
+      const rotated = (i: number) => [...addresses.slice(i % addresses.length), ...addresses.slice(0, i % addresses.length)]
+      const results = await all<Opened>((i) => ({ op: 'open', url, count: shares[i]!, handshake, concurrency: 64, localAddresses: rotated(i) }))
       return { opened: results.reduce((n, r) => n + r.opened, 0), failed: results.reduce((n, r) => n + r.failed, 0) }
     },
     arm: async () => void (await all(() => ({ op: 'arm' }))),
-    async collect(timeoutMs) {
-      const results = await all<Arrivals>(() => ({ op: 'collect', timeoutMs }))
-      return { times: results.flatMap((r) => r.times), missing: results.reduce((n, r) => n + r.missing, 0), sample: results.find((r) => r.sample)?.sample }
+    async collect(timeoutMs, frames) {
+      const results = await all<Arrivals>(() => ({ op: 'collect', timeoutMs, frames }))
+      const sampled = results.filter((r) => r.sample.length > 0).map((r) => JSON.stringify(r.sample))
+      const firsts = results.flatMap((r) => (r.first === undefined ? [] : [r.first]))
+      return {
+        times: results.flatMap((r) => r.times),
+        spreads: results.flatMap((r) => r.spreads),
+        ...(firsts.length > 0 && { first: Math.min(...firsts) }),
+        missing: results.reduce((n, r) => n + r.missing, 0),
+        extra: results.reduce((n, r) => n + r.extra, 0),
+        sample: results.find((r) => r.sample.length > 0)?.sample ?? [],
+        samplesDiffer: new Set(sampled).size > 1,
+      }
     },
     closeAll: async () => void (await all(() => ({ op: 'closeAll' }))),
     stop() {

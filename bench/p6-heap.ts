@@ -21,7 +21,14 @@ const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? 500)
 /** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
 const SETUP_TIMEOUT_MS = 180_000
 const GOAL_CONNECTION_BYTES = 8 * 1024
+/** The next step (issue 45): an idle subscribed connection in 5 KB. */
+const NEXT_GOAL_CONNECTION_BYTES = 5 * 1024
 const GOAL_CYCLE_BYTES = 200
+/** Issue 45: what 1,000 idle subscribed connections add, and the server alone idle. */
+const GOAL_CONNECTIONS_IDLE_MS_PER_S = 2
+/** The gateway's keepalive interval (src/delivery/ws-gateway.ts). */
+const SERVER_KEEPALIVE_MS = 12_000
+const GOAL_ALONE_IDLE_MS_PER_S = 5
 /** Idle time measured: one keepalive interval (12 s), so each connection is pinged once. */
 const IDLE_MS = Number(process.env.BENCH_P6_IDLE_MS ?? 12_000)
 
@@ -36,14 +43,17 @@ async function perConnection(fleet: ClientFleet, url: string, handshake: Handsha
   if (failed > 0) throw new Error(`${failed} of ${CONNECTIONS} connections to ${url} failed`)
   await eventually(held, SETUP_TIMEOUT_MS)
   const after = await heap()
-  let idleCpuMsPerS: number | undefined
-  if (cpu) {
-    const [start, at] = [await cpu(), performance.now()]
-    await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
-    idleCpuMsPerS = (await cpu() - start) / 1000 / ((performance.now() - at) / 1000)
-  }
+  const idleCpuMsPerS = cpu && (await idleCpu(cpu))
   await fleet.closeAll()
   return { bytes: (after - before) / CONNECTIONS, idleCpuMsPerS }
+}
+
+
+/** CPU (ms per second) a process spends over IDLE_MS with nothing happening. */
+async function idleCpu(cpu: () => Promise<number>): Promise<number> {
+  const [start, at] = [await cpu(), performance.now()]
+  await new Promise((resolve) => setTimeout(resolve, IDLE_MS))
+  return (await cpu() - start) / 1000 / ((performance.now() - at) / 1000)
 }
 
 /** Heap kept per cycle over CYCLES cycles on one connection, and the gateway's tables afterwards. */
@@ -96,7 +106,8 @@ try {
   const resumed: Handshake = { kind: 'subscribe', token, payload: { query: feedQuery, variables: { workspaceId: fixture.workspaceId, after: cursor } } }
   const live: Handshake = { kind: 'subscribe', token, payload: { query: feedQuery, variables: { workspaceId: fixture.workspaceId } } }
   const serverHeap = () => server.call<number>('heap')
-  const tables = () => server.call<{ connections: number; subscriptions: number }>('tables')
+  const serverCpu = () => server.call<number>('cpu')
+  const tables = () => server.call<{ connections: number; subscriptions: number; detached: number }>('tables')
   // Warm-up: code compiled, caches and pools filled, so what stays afterwards is per connection.
   for (let i = 0; i < 2; i++) {
     await fleet.open(server.wsUrl, Math.min(200, CONNECTIONS), resumed)
@@ -104,16 +115,28 @@ try {
     await fleet.closeAll()
     await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   }
-  const subscribedRun = await perConnection(fleet, server.wsUrl, resumed, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS, () => server.call<number>('cpu'))
+  const subscribedRun = await perConnection(fleet, server.wsUrl, resumed, serverHeap, async () => (await tables()).detached === CONNECTIONS, () => server.call<number>('cpu'))
   const subscribed = subscribedRun.bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
-  const subscribedLive = (await perConnection(fleet, server.wsUrl, live, serverHeap, async () => (await tables()).subscriptions === CONNECTIONS)).bytes
+  const subscribedLive = (await perConnection(fleet, server.wsUrl, live, serverHeap, async () => (await tables()).detached === CONNECTIONS)).bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   const acked = (await perConnection(fleet, server.wsUrl, { kind: 'ack', token }, serverHeap, async () => (await tables()).connections === CONNECTIONS)).bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   const plainRun = await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heap(), async () => (await raw.connections()) === CONNECTIONS, () => raw.cpu())
   const plain = plainRun.bytes
+  // The same plain connections pinged as the server pings them: what keepalive alone costs.
+  const pinging = await startRawWsServer({ keepaliveMs: SERVER_KEEPALIVE_MS })
+  const pingedRun = await perConnection(fleet, pinging.url, { kind: 'none' }, () => pinging.heap(), async () => (await pinging.connections()) === CONNECTIONS, () => pinging.cpu()).finally(() => pinging.stop())
   const cycles = await perCycle(server, fixture)
+  // Each process alone, idle, its connections gone and its start-up long over: what its own timers cost.
+  await eventually(async () => (await tables()).connections === 0 && (await raw.connections()) === 0, SETUP_TIMEOUT_MS)
+  const aloneMsPerS = await idleCpu(serverCpu)
+  const plainAloneMsPerS = await idleCpu(() => raw.cpu())
+  // Last, as memory-reducing collections change what later normal ones see: both sides measured
+  // with them (gc flavor last-resort, what V8 runs before an out-of-memory).
+  const reducedSubscribed = (await perConnection(fleet, server.wsUrl, resumed, () => server.call<number>('heapReduced'), async () => (await tables()).detached === CONNECTIONS)).bytes
+  await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
+  const reducedPlain = (await perConnection(fleet, raw.url, { kind: 'none' }, () => raw.heapReduced(), async () => (await raw.connections()) === CONNECTIONS)).bytes
   const leftover = Object.entries(cycles.tables).filter(([name, size]) => name !== 'connections' && size > 0)
   result = {
     rows: [
@@ -124,6 +147,20 @@ try {
         baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) },
         goal: `≤ ${GOAL_CONNECTION_BYTES / 1024} KB`,
         met: subscribed <= GOAL_CONNECTION_BYTES,
+      },
+      {
+        metric: `the same, against the next step (${CONNECTIONS})`,
+        value: kb(subscribed),
+        unit: 'KB',
+        baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) },
+        goal: `≤ ${NEXT_GOAL_CONNECTION_BYTES / 1024} KB`,
+        met: subscribed <= NEXT_GOAL_CONNECTION_BYTES,
+      },
+      {
+        metric: `the same after memory-reducing collections (what V8 frees before it runs out) (${CONNECTIONS})`,
+        value: kb(reducedSubscribed),
+        unit: 'KB',
+        baseline: { label: 'plain ws connection, no GraphQL, same collections', value: kb(reducedPlain) },
       },
       {
         metric: `heap per idle connection with one SDK workspaceEvents subscription, without after (${CONNECTIONS})`,
@@ -139,6 +176,28 @@ try {
         unit: 'ms/s',
         baseline: { label: 'plain ws connections, no GraphQL', value: plainRun.idleCpuMsPerS! },
       },
+      {
+        metric: `CPU while idle that ${CONNECTIONS} subscribed connections add to the server, per second`,
+        value: subscribedRun.idleCpuMsPerS! - aloneMsPerS,
+        unit: 'ms/s',
+        baseline: { label: 'plain ws connections, no GraphQL', value: plainRun.idleCpuMsPerS! },
+        goal: `≤ ${GOAL_CONNECTIONS_IDLE_MS_PER_S} ms/s`,
+        met: subscribedRun.idleCpuMsPerS! - aloneMsPerS <= GOAL_CONNECTIONS_IDLE_MS_PER_S,
+      },
+      {
+        metric: `CPU while idle that ${CONNECTIONS} subscribed connections add, against plain ws connections pinged as often (keepalive alone), per second`,
+        value: subscribedRun.idleCpuMsPerS! - aloneMsPerS,
+        unit: 'ms/s',
+        baseline: { label: `plain ws connections, each pinged every ${SERVER_KEEPALIVE_MS / 1000} s`, value: pingedRun.idleCpuMsPerS! - plainAloneMsPerS },
+      },
+      {
+        metric: 'CPU of the server alone while idle (no connection), per second',
+        value: aloneMsPerS,
+        unit: 'ms/s',
+        baseline: { label: 'plain ws server, no connection', value: plainAloneMsPerS },
+        goal: `≤ ${GOAL_ALONE_IDLE_MS_PER_S} ms/s`,
+        met: aloneMsPerS <= GOAL_ALONE_IDLE_MS_PER_S,
+      },
       { metric: `heap per idle connection_ack'ed connection, no subscription (${CONNECTIONS})`, value: kb(acked), unit: 'KB', baseline: { label: 'plain ws connection, no GraphQL', value: kb(plain) } },
       {
         metric: `heap per SDK sessionEvents subscribe/complete cycle (${CYCLES} on one connection)`,
@@ -150,9 +209,10 @@ try {
       },
     ],
     notes: [
-      'Heap used after four full collections in the server process, after minus before, divided by the count; the clients run in other processes. Idle CPU: the process\'s user + system time over one keepalive interval with the connections open and nothing happening (the server pings each once; the plain ws server pings none).',
+      'Heap used after four full collections in the server process, after minus before, divided by the count (the goals are judged on it); then after memory-reducing collections (gc with flavor last-resort, as V8 runs before an out-of-memory), which free several KB per connection more on both sides; the clients run in other processes. Idle CPU: the process\'s user + system time over one keepalive interval with the connections open and nothing happening (the server pings each once; the plain ws server pings none).',
       `After the cycles the gateway holds ${JSON.stringify(cycles.tables)}${leftover.length > 0 ? ' (entries left over: a leak)' : ''}.`,
       'Limits: the per-connection figure includes what ws and Node keep for any socket (the plain baseline); the rest is graphql-ws, the scheduler and one live feed subscription.',
+      `Runtime: ${process.env.BENCH_RUNTIME === 'tsx' ? 'tsx, as npm start runs the sources (esbuild keepNames: a 256-byte property store on every named closure)' : "Node's own type transform, which emits the code as written, as npm run build does for npm run start:prod"} (bench/runtime.ts; BENCH_RUNTIME=tsx measures the development path).`,
     ],
   }
 } finally {

@@ -1,15 +1,22 @@
 // The baseline server of P5 and P6: a bare `ws` WebSocketServer in a process of its own, with no
 // GraphQL, no store and no scheduler. It answers just enough of graphql-transport-ws for the same
 // clients to connect (connection_init → connection_ack; a subscribe is remembered) and, when told,
-// writes one given frame to every subscribed client: the cost of the sockets alone.
+// writes the given frames (those the server sent for one change, in order) to every subscribed
+// client: the cost of the sockets alone. By default each client's frames go out in one write (its
+// socket corked around them), the least those bytes can cost; `frame` order writes each frame to
+// every client in turn, one write per frame and client.
 import { fork } from 'node:child_process'
-import type { AddressInfo } from 'node:net'
+import { TYPESCRIPT_EXEC_ARGV } from './runtime.ts'
+import type { AddressInfo, Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { WebSocketServer, type WebSocket } from 'ws'
 import { wallClock } from './clock.ts'
-import { startCpuProfile, stopCpuProfile, topSelfTime, type SelfTime } from './cpu-profile.ts'
+import { startCpuProfile, stopCpuProfile, summarizeProfile, writeSyscalls, type ProfileSummary } from './cpu-profile.ts'
 
-type Request = { id: number; op: 'broadcast'; frame: string } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'cpu' | 'profileStart' | 'profileStop' | 'stop' }
+/** How a change of several frames is written: all of a client's at once, or each frame to every client in turn. */
+export type BroadcastOrder = 'client' | 'frame'
+
+type Request = { id: number; op: 'broadcast'; frames: string[]; order: BroadcastOrder } | { id: number; op: 'subscribed' | 'connections' | 'heap' | 'heapReduced' | 'cpu' | 'writes' | 'profileStart' | 'profileStop' | 'stop' }
 type Reply = { id: number; value: unknown }
 
 function runServer() {
@@ -24,11 +31,41 @@ function runServer() {
     })
     socket.once('close', () => subscribed.delete(socket))
   })
+  // BENCH_RAW_KEEPALIVE_MS: the same keepalive the server runs (a ping each per interval, an eighth
+  // of the sockets at a time; one not answered by the next is dropped), so idle CPU compares alike.
+  const keepaliveMs = Number(process.env.BENCH_RAW_KEEPALIVE_MS ?? 0)
+  if (keepaliveMs > 0) {
+    const answered = new WeakMap<WebSocket, boolean>()
+    let turn = 0
+    setInterval(() => {
+      let i = 0
+      for (const socket of wss.clients) {
+        if (i++ % 8 !== turn) continue
+        if (answered.get(socket) === false) {
+          socket.terminate()
+          continue
+        }
+        if (!answered.has(socket)) socket.on('pong', () => answered.set(socket, true))
+        answered.set(socket, false)
+        socket.ping()
+      }
+      turn = (turn + 1) % 8
+    }, keepaliveMs / 8).unref()
+  }
   const handle = (request: Request): unknown => {
     switch (request.op) {
       case 'broadcast': {
+        const { frames, order } = request
         const started = wallClock()
-        for (const socket of subscribed) socket.send(request.frame)
+        if (frames.length === 1 || order === 'frame') for (const frame of frames) for (const socket of subscribed) socket.send(frame)
+        else
+          for (const socket of subscribed) {
+            // ws has no cork of its own: its socket's (ws corks it too around a frame's header and data; corks nest).
+            const stream = (socket as unknown as { _socket: Socket })._socket
+            stream.cork()
+            for (const frame of frames) socket.send(frame)
+            stream.uncork()
+          }
         return started
       }
       case 'subscribed':
@@ -39,15 +76,22 @@ function runServer() {
         const { user, system } = process.cpuUsage()
         return user + system
       }
+      case 'writes':
+        return writeSyscalls()
       case 'heap': {
         const gc = (globalThis as { gc?: () => void }).gc!
         for (let i = 0; i < 4; i++) gc()
         return process.memoryUsage().heapUsed
       }
+      case 'heapReduced': {
+        const gc = (globalThis as unknown as { gc: (options: object) => void }).gc
+        for (let i = 0; i < 2; i++) gc({ type: 'major', execution: 'sync', flavor: 'last-resort' })
+        return process.memoryUsage().heapUsed
+      }
       case 'profileStart':
         return startCpuProfile().then(() => null)
       case 'profileStop':
-        return stopCpuProfile().then((profile) => topSelfTime(profile, 12))
+        return stopCpuProfile().then((profile) => summarizeProfile(profile, 12))
       case 'stop':
         for (const socket of wss.clients) socket.terminate()
         wss.close()
@@ -64,22 +108,28 @@ function runServer() {
 
 export interface RawWsServer {
   url: string
-  /** Writes `frame` to every subscribed client; resolves to the wall clock taken just before. */
-  broadcast(frame: string): Promise<number>
+  /** Writes `frames` to every subscribed client (see BroadcastOrder); resolves to the wall clock taken just before. */
+  broadcast(frames: string[], order?: BroadcastOrder): Promise<number>
   subscribed(): Promise<number>
   connections(): Promise<number>
   /** Heap in use after full collections. */
   heap(): Promise<number>
+  /** Heap in use after memory-reducing collections. */
+  heapReduced(): Promise<number>
   /** CPU time the process has used, user + system, in µs. */
   cpu(): Promise<number>
-  /** A CPU profile over what runs between the two: its top self-time functions. */
+  /** Write system calls the process has made. */
+  writes(): Promise<number>
+  /** A CPU profile over what runs between the two: its top self-time functions and buckets. */
   profileStart(): Promise<void>
-  profileStop(): Promise<SelfTime[]>
+  profileStop(): Promise<ProfileSummary>
   stop(): Promise<void>
 }
 
-export async function startRawWsServer(): Promise<RawWsServer> {
-  const child = fork(fileURLToPath(import.meta.url), ['server'], { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+/** `keepaliveMs`: ping every socket once per interval, as the server does (none by default). */
+export async function startRawWsServer(options: { keepaliveMs?: number } = {}): Promise<RawWsServer> {
+  const env = { ...process.env, BENCH_RAW_KEEPALIVE_MS: String(options.keepaliveMs ?? 0) }
+  const child = fork(fileURLToPath(import.meta.url), ['server'], { execArgv: ['--expose-gc', ...TYPESCRIPT_EXEC_ARGV], env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const pending = new Map<number, (value: unknown) => void>()
   let next = 0
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -99,11 +149,13 @@ export async function startRawWsServer(): Promise<RawWsServer> {
     })
   return {
     url,
-    broadcast: (frame) => ask('broadcast', { frame }),
+    broadcast: (frames, order = 'client') => ask('broadcast', { frames, order }),
     subscribed: () => ask('subscribed'),
     connections: () => ask('connections'),
     heap: () => ask('heap'),
+    heapReduced: () => ask('heapReduced'),
     cpu: () => ask('cpu'),
+    writes: () => ask('writes'),
     profileStart: () => ask('profileStart'),
     profileStop: () => ask('profileStop'),
     async stop() {

@@ -18,7 +18,7 @@ export const SCENARIOS = [
   { id: 'P2', file: 'p2-control-lane.ts', title: 'control lane under a throttled reader' },
   { id: 'P3', file: 'p3-ingest.ts', title: 'ingest: mock agent → coalescer → store' },
   { id: 'P4', file: 'p4-lists.ts', title: 'lists: tasks(first: 500) and boot' },
-  { id: 'P5', file: 'p5-fanout.ts', title: 'fan-out of one summary delta' },
+  { id: 'P5', file: 'p5-fanout.ts', title: 'fan-out of one change: a task edit, a permission raised or cleared' },
   { id: 'P6', file: 'p6-heap.ts', title: 'heap per connection and per subscription cycle' },
   { id: 'P7', file: 'p7-instances.ts', title: 'two instances over Redis vs one' },
   { id: 'P8', file: 'p8-resume.ts', title: 'reconnect of a 10,000-task switcher' },

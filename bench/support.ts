@@ -1,5 +1,6 @@
 // Shared plumbing of the benchmarks: byte-counting graphql-ws clients and a forked server process.
 import { fork, type ChildProcess } from 'node:child_process'
+import { TYPESCRIPT_EXEC_ARGV } from './runtime.ts'
 import { createClient, type Client } from 'graphql-ws'
 import { WebSocket } from 'ws'
 
@@ -31,7 +32,7 @@ export function countingClient(url: string, token: string): { client: Client; ta
  * heap is measured apart from the client's allocations; `reply()` takes the child's next message.
  */
 export function forkServer<FromServer>(moduleUrl: string): { child: ChildProcess; reply: () => Promise<FromServer> } {
-  const child = fork(moduleUrl, ['server'], { execArgv: ['--expose-gc', '--import', 'tsx'] })
+  const child = fork(moduleUrl, ['server'], { execArgv: ['--expose-gc', ...TYPESCRIPT_EXEC_ARGV] })
   const replies: FromServer[] = []
   let wake: (() => void) | undefined
   child.on('message', (message: FromServer) => {
