@@ -233,13 +233,23 @@ export class Cohorts {
  */
 export class ResumedMember implements AsyncIterableIterator<ExecutionResult> {
   #replaying: AsyncIterableIterator<ExecutionResult> | undefined
+  /** Called once, when the replay is over; then let go (with what it holds). */
+  #toShared: ((member: CohortMember) => void) | undefined
 
   constructor(
     replay: AsyncIterableIterator<ExecutionResult>,
     private readonly member: CohortMember,
-    private readonly toShared: (member: CohortMember) => void,
+    toShared: (member: CohortMember) => void,
   ) {
     this.#replaying = replay
+    this.#toShared = toShared
+  }
+
+  #replayOver(): void {
+    this.#replaying = undefined
+    const toShared = this.#toShared
+    this.#toShared = undefined
+    toShared?.(this.member)
   }
 
   async next(): Promise<IteratorResult<ExecutionResult>> {
@@ -253,8 +263,7 @@ export class ResumedMember implements AsyncIterableIterator<ExecutionResult> {
         throw error
       }
       if (!result.done) return result
-      this.#replaying = undefined
-      this.toShared(this.member)
+      this.#replayOver()
     }
     return this.member.next()
   }
@@ -273,8 +282,7 @@ export class ResumedMember implements AsyncIterableIterator<ExecutionResult> {
         sink.next(result.value)
       }
       if (this.#replaying !== replaying) return
-      this.#replaying = undefined
-      this.toShared(this.member)
+      this.#replayOver()
       this.member.detach(ended)
     }
     drain().catch(async (error: unknown) => {
@@ -286,6 +294,7 @@ export class ResumedMember implements AsyncIterableIterator<ExecutionResult> {
   async return(): Promise<IteratorReturnResult<undefined>> {
     const ending = this.#replaying
     this.#replaying = undefined
+    this.#toShared = undefined
     await Promise.all([ending?.return?.(), this.member.return()])
     return { value: undefined, done: true }
   }

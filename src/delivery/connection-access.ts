@@ -87,7 +87,7 @@ export class ConnectionAccess {
   /** The subscription's stream exists: from now on, removal from any of its workspaces ends it. */
   subscribed(id: string): void {
     const pending = this.#pending?.get(id)
-    this.#pending?.delete(id)
+    this.#pending = without(this.#pending, id)
     const { userId, tokenHash } = this.principal ?? {}
     if (!pending || userId === undefined || pending.workspaces.length === 0) return
     const releases: (() => void)[] = []
@@ -98,11 +98,13 @@ export class ConnectionAccess {
 
   /** Any operation ended (complete, error, refused, or its socket closed). */
   ended(id: string): void {
-    this.#pending?.delete(id)
+    this.#pending = without(this.#pending, id)
     for (const release of this.#holds?.get(id) ?? []) release()
-    this.#holds?.delete(id)
+    this.#holds = without(this.#holds, id)
+    const answered = this.#answering?.has(id) === true
+    this.#answering = without(this.#answering, id)
     // graphql-ws writes the operation's complete frame right after this hook returns: close after it.
-    if (this.#answering?.delete(id) && this.#revoked && this.#answering.size === 0) this.hooks.timers.setTimeout(() => this.hooks.closeRevoked(), 0)
+    if (answered && this.#revoked && this.#answering === undefined) this.hooks.timers.setTimeout(() => this.hooks.closeRevoked(), 0)
   }
 
   /** The socket closed: every entry goes. */
@@ -124,4 +126,10 @@ export class ConnectionAccess {
     if (!this.#answering?.size) return this.hooks.closeRevoked()
     this.#drainTimer = this.hooks.timers.setTimeout(() => this.hooks.closeNow(), REVOKED_DRAIN_MS)
   }
+}
+
+/** The table without `id`, or none once empty: an idle connection keeps no empty tables. */
+function without<T extends Map<string, unknown> | Set<string>>(table: T | undefined, id: string): T | undefined {
+  table?.delete(id)
+  return table?.size ? table : undefined
 }

@@ -23,7 +23,7 @@ export function routeFrame(connection: Connection, data: string): void {
   const tags = id === undefined ? undefined : connection.subscriptions.get(id)
   if (!tags) return connection.scheduler.enqueueControl(data)
   // The end of graphql-ws's stand-in for a member the gateway runs: the operation goes on.
-  if (tags === DETACHED) return
+  if (tags === DETACHED) return void setImmediate(compactOperations, connection)
   if (type !== 'next') {
     // The subscription's last frame (complete or error): queued behind its results, then its entry goes.
     connection.subscriptions.delete(id!)
@@ -48,4 +48,16 @@ function enqueueTagged(connection: Connection, id: string, data: string, tag: De
     return connection.scheduler.enqueueReplaceable(frame, tag.sessionId, `${tag.key} ${id}`)
   }
   connection.scheduler.enqueueSemantic(data, tag?.sessionId)
+}
+
+/**
+ * graphql-ws's table of the socket's operations, once its stand-ins are gone: an object that had
+ * keys deleted stays a dictionary of a few hundred bytes, so an empty one is replaced by a fresh
+ * `{}` (graphql-ws reads the table through its context every time).
+ */
+function compactOperations(connection: Connection): void {
+  const context = connection.socketContext
+  if (!context) return
+  for (const _ in context.subscriptions) return
+  ;(context as { subscriptions: typeof context.subscriptions }).subscriptions = {}
 }

@@ -1,13 +1,11 @@
-import type { WebSocket } from 'ws'
 import { CloseCode } from 'graphql-ws'
 import { GraphQLError } from 'graphql'
 import { bearerToken } from '../auth/tokens.ts'
-import type { AccessControl } from '../access/access-control.ts'
 import type { Logger } from '../observability/logger.ts'
 import type { Principal } from '../store/users.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { forbidden, type ErrorCode } from '../errors.ts'
-import { ConnectionAccess, REVOKED_DRAIN_MS } from './connection-access.ts'
+import { REVOKED_DRAIN_MS } from './connection-access.ts'
 import type { Connection, GraphqlWsContext } from './gateway-connection.ts'
 
 /**
@@ -36,26 +34,15 @@ export async function authorizeCaller(connection: Connection, operation: { princ
 }
 
 /**
- * A socket's access: what a revocation ends. A revoked token closes the socket with 4403 once the
- * responses it is owed are written; a removed workspace membership ends that workspace's subscriptions.
+ * A revoked token: the socket closes with 4403 once the responses it is owed are written, and
+ * within the contract's second even if it takes no more.
  */
-export function socketAccess(
-  access: AccessControl,
-  socket: WebSocket,
-  connection: () => Connection,
-  options: { timers: Scheduler; logger: Logger; countError: (code: ErrorCode) => void },
-): ConnectionAccess {
-  return new ConnectionAccess(access, {
-    closeRevoked: () => {
-      if (socket.readyState === socket.OPEN) connection().closedByServer(CloseCode.Forbidden, { refusal: 'token revoked' })
-      connection().scheduler.closeAfterControl(CloseCode.Forbidden, 'Forbidden')
-      // A socket that takes no more never drains: closed anyway, within the contract's second.
-      options.timers.setTimeout(() => socket.terminate(), REVOKED_DRAIN_MS)
-    },
-    closeNow: () => connection().scheduler.close(CloseCode.Forbidden, 'Forbidden'),
-    endSubscription: (id) => endForbidden(connection(), id, options),
-    timers: options.timers,
-  })
+export function closeRevoked(connection: Connection, timers: Scheduler): void {
+  const socket = connection.socket
+  if (socket.readyState === socket.OPEN) connection.closedByServer(CloseCode.Forbidden, { refusal: 'token revoked' })
+  connection.scheduler.closeAfterControl(CloseCode.Forbidden, 'Forbidden')
+  // A socket that takes no more never drains: closed anyway, within the contract's second.
+  timers.setTimeout(() => socket.terminate(), REVOKED_DRAIN_MS)
 }
 
 /**
@@ -63,7 +50,7 @@ export function socketAccess(
  * a client's complete would end it (graphql-ws then sends nothing more for it), and the
  * connection's other operations go on.
  */
-function endForbidden(connection: Connection, id: string, { logger, countError }: { logger: Logger; countError: (code: ErrorCode) => void }): void {
+export function endForbidden(connection: Connection, id: string, { logger, countError }: { logger: Logger; countError: (code: ErrorCode) => void }): void {
   const member = connection.members?.get(id)
   if (member) {
     countError('FORBIDDEN')

@@ -53,20 +53,12 @@ export function closeCodeOfSocketError(error: Error & { code?: string }): number
 }
 
 /**
- * One log line and one count for each connection the server ends, whatever ends it; a second
- * close of the same connection (ws closing after graphql-ws did, shutdown after an overflow) is
- * not counted again.
+ * One log line and one count for a connection the server ends (the connection calls it once,
+ * whatever ends it: a second close of the same connection is not counted again).
  */
-export function serverCloseRecorder(counter: Counter<'code' | 'reason'>, logger: Logger) {
-  return (client: string, address?: string) => {
-    let recorded = false
-    return (code: number, detail?: Record<string, unknown>): void => {
-      if (recorded) return
-      recorded = true
-      const reason = serverCloseReason(code)
-      counter.inc({ code: reason === 'other' ? 'other' : String(code), reason })
-      // A shutdown closes every socket on purpose; everything else means a client to look at.
-      logger[reason === 'going_away' ? 'info' : 'warn']({ action: 'ws.server-close', client, address, code, reason, ...detail }, 'websocket closed by the server')
-    }
-  }
+export function recordServerClose(counter: Counter<'code' | 'reason'>, logger: Logger, client: string, address: string | undefined, code: number, detail?: Record<string, unknown>): void {
+  const reason = serverCloseReason(code)
+  counter.inc({ code: reason === 'other' ? 'other' : String(code), reason })
+  // A shutdown closes every socket on purpose; everything else means a client to look at.
+  logger[reason === 'going_away' ? 'info' : 'warn']({ action: 'ws.server-close', client, address, code, reason, ...detail }, 'websocket closed by the server')
 }

@@ -14,7 +14,7 @@ import { DEFAULT_LIMITS, type SchedulerLimits } from '../outbound/outbound-sched
 import { authenticateSocket } from './gateway-auth.ts'
 import { GatewayCohorts } from './gateway-cohorts.ts'
 import { DETACHED } from './detached-members.ts'
-import { keepaliveOf, openConnection, serveGraphqlWs, type Connection } from './gateway-connection.ts'
+import { Connection, serveGraphqlWs } from './gateway-connection.ts'
 import { gatewayMetrics } from './gateway-metrics.ts'
 import { startOperation, takeRoot } from './operation-start.ts'
 
@@ -67,7 +67,7 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
   const timers = options.keepalive?.timers ?? realScheduler
   const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
   // One timer pings every connection in turn (each about once an interval), not a timer per connection.
-  const keepalives = new PeriodicSweep<() => void>(keepaliveMs, (keepalive) => keepalive(), timers, (error) =>
+  const keepalives = new PeriodicSweep<Connection>(keepaliveMs, (connection) => connection.keepalive(), timers, (error) =>
     logger.error({ err: error, action: 'ws.keepalive' }, 'a keepalive ping failed'),
   )
   const wss = new WebSocketServer({
@@ -129,24 +129,23 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
   })
 
   wss.on('connection', (socket, request) => {
-    const connection = openConnection(socket, { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers }, request.socket.remoteAddress)
+    const connection = new Connection(socket, { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers, keepaliveMs }, request.socket.remoteAddress)
     connections.set(socket, connection)
-    const keepalive = keepaliveOf(socket, connection, keepaliveMs)
-    keepalives.add(keepalive)
-    serveGraphqlWs(server, socket, connection, {
-      logger,
-      onClosed: (code, reason) => {
-        keepalives.delete(keepalive)
-        connections.delete(socket)
-        connection.access.closed()
-        for (const member of connection.members?.values() ?? []) member.closed()
-        connection.members?.clear()
-        observe.socketClosed(socket)
-        connection.scheduler.close(code, reason) // drops whatever was still queued for the gone socket
-        options.onConnectionClosed?.(connection.memberships.id)
-      },
-    })
+    keepalives.add(connection)
+    serveGraphqlWs(server, connection, released)
   })
+
+  /** The socket closed: what the gateway held for it goes (graphql-ws then ends its operations). */
+  function released(connection: Connection, code: number, reason: string): void {
+    keepalives.delete(connection)
+    connections.delete(connection.socket)
+    connection.access.closed()
+    for (const member of connection.members?.values() ?? []) member.closed()
+    connection.members?.clear()
+    observe.socketClosed(connection.socket)
+    connection.scheduler.close(code, reason) // drops whatever was still queued for the gone socket
+    options.onConnectionClosed?.(connection.memberships.id)
+  }
 
   return {
     connections: () => [...connections.values()],

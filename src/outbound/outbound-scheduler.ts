@@ -29,6 +29,8 @@ export type OutFrame = Frame | SharedFrame
 
 export const byteLengthOf = (frame: OutFrame): number => (frame instanceof SharedFrame ? frame.byteLength : Buffer.byteLength(frame))
 
+const monotonic = (): number => performance.now()
+
 export type FrameClass = 'control' | 'semantic' | 'replaceable'
 
 export interface SchedulerLimits {
@@ -76,7 +78,7 @@ export interface OutboundSocket {
   /** Writes a ping with this payload after the frames written so far (the peer pongs it back once it read them). */
   ping(payload: string): void
   /** Holds the writes made in `writes` and hands them to the OS together (one system call for a frame and its probe). */
-  batch?(writes: () => void): void
+  batch?<T>(writes: (target: T) => void, target: T): void
   close(code: number, reason: string): void
 }
 
@@ -92,24 +94,30 @@ interface SemanticEntry {
 export class OutboundScheduler {
   readonly #control: Frame[] = []
   readonly #semantic: SemanticEntry[] = []
-  readonly #lanes: ReplaceableLanes
+  /** Made with the first replaceable or session frame: a connection that follows only the feed holds none. */
+  #lanes: ReplaceableLanes | undefined
   #semanticStreak = 0
   #closed = false
   #closeWhenDrained: { code: number; reason: string } | undefined
   #writing = false
   /** Absent in FIFO mode: the baseline is a plain queue. */
   readonly #window: SendWindow | undefined
-  /** One callback for every write, not a closure per frame. */
-  readonly #written = () => this.pump()
+  /** One callback for every write that may fill the socket, not a closure per frame; made with the first such write. */
+  #written: (() => void) | undefined
+  /** Writes in one batch (the socket's batch calls it with the scheduler): no closure per scheduler. */
+  static readonly #drain = (scheduler: OutboundScheduler): void => scheduler.#pumpNow()
 
   constructor(
     private readonly socket: OutboundSocket,
     private readonly limits: SchedulerLimits = DEFAULT_LIMITS,
     private readonly events: SchedulerEvents = {},
-    now: () => number = () => performance.now(),
+    now: () => number = monotonic,
   ) {
-    this.#lanes = new ReplaceableLanes(limits, events)
     if (limits.sendWindow && !limits.fifo) this.#window = new SendWindow(limits.sendWindow, now)
+  }
+
+  #laneSet(): ReplaceableLanes {
+    return (this.#lanes ??= new ReplaceableLanes(this.limits, this.events))
   }
 
   /** The send window's size and bytes in flight (tests and the bench read them). */
@@ -125,12 +133,12 @@ export class OutboundScheduler {
   }
 
   get depth(): Record<FrameClass, number> {
-    return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#lanes.queued }
+    return { control: this.#control.length, semantic: this.#semantic.length, replaceable: this.#lanes?.queued ?? 0 }
   }
 
   /** Sessions with something queued (tests check that nothing is kept for idle sessions). */
   get trackedSessions(): number {
-    return this.#lanes.sessions
+    return this.#lanes?.sessions ?? 0
   }
 
   get closed(): boolean {
@@ -150,7 +158,7 @@ export class OutboundScheduler {
     if (this.#closed || this.#closeWhenDrained) return
     if (this.limits.fifo) return this.#enqueueFifo(frame)
     if (this.#semantic.length >= this.limits.semantic) return this.#overflow('semantic')
-    if (sessionId !== undefined) this.#lanes.semanticQueued(sessionId)
+    if (sessionId !== undefined) this.#laneSet().semanticQueued(sessionId)
     this.#semantic.push({ frame, sessionId })
     if (!deferred) this.pump()
   }
@@ -167,7 +175,7 @@ export class OutboundScheduler {
       }
       return this.pump()
     }
-    this.#lanes.enqueue(entry, sessionId, key)
+    this.#laneSet().enqueue(entry, sessionId, key)
     this.pump()
   }
 
@@ -179,11 +187,11 @@ export class OutboundScheduler {
   /** Writes while the socket takes more; called again when a write completes. */
   pump(): void {
     if (this.#writing || this.#closed) return
-    if (this.socket.batch) this.socket.batch(this.#pumpNow)
+    if (this.socket.batch) this.socket.batch(OutboundScheduler.#drain, this)
     else this.#pumpNow()
   }
 
-  readonly #pumpNow = (): void => {
+  #pumpNow(): void {
     if (this.#writing || this.#closed) return
     this.#writing = true
     try {
@@ -196,7 +204,7 @@ export class OutboundScheduler {
         const bytes = byteLengthOf(next)
         // Only a write that may leave the socket at its high-water mark needs to say when it is
         // done (the pump resumes then); the rest go without a completion callback each.
-        if (this.socket.bufferedAmount + bytes + WRITE_OVERHEAD >= this.limits.socketHighWater) this.socket.send(next, this.#written)
+        if (this.socket.bufferedAmount + bytes + WRITE_OVERHEAD >= this.limits.socketHighWater) this.socket.send(next, (this.#written ??= () => this.pump()))
         else this.socket.send(next)
         if (this.#window) {
           this.#window.wrote(bytes)
@@ -220,12 +228,12 @@ export class OutboundScheduler {
     // is full, its frames go to the socket past the window, so only a socket that takes no more
     // (a reader that stopped reading) makes the lane overflow with 1013, not a late pong.
     if (this.#window && !this.#window.open && this.#semantic.length < this.limits.semantic) {
-      if (this.#semantic.length > 0 || this.#lanes.queued > 0) this.#window.held()
+      if (this.#semantic.length > 0 || (this.#lanes?.queued ?? 0) > 0) this.#window.held()
       return undefined
     }
     const preferReplaceable = this.#semanticStreak >= this.limits.semanticBurst || this.#semantic.length === 0
     if (preferReplaceable) {
-      const replaceable = this.#lanes.next(this.#window?.room)
+      const replaceable = this.#lanes?.next(this.#window?.room)
       if (replaceable !== undefined) {
         this.#semanticStreak = 0
         return replaceable
@@ -239,7 +247,7 @@ export class OutboundScheduler {
     if (head === undefined) return undefined
     if (head.sessionId !== undefined) {
       // Barrier: the session's replaceables queued before this frame go first, one per call.
-      const before = this.#lanes.beforeSemantic(head.sessionId, this.#window?.room)
+      const before = this.#lanes?.beforeSemantic(head.sessionId, this.#window?.room)
       if (before !== undefined) return before
     }
     this.#semantic.shift()
@@ -261,7 +269,7 @@ export class OutboundScheduler {
     // In FIFO mode (a bench baseline) responses share the one queue: it drains whole.
     if (!this.limits.fifo) {
       this.#semantic.length = 0
-      this.#lanes.clear()
+      this.#lanes?.clear()
     }
     this.#closeWhenDrained = { code, reason }
     this.pump()
@@ -272,7 +280,7 @@ export class OutboundScheduler {
     this.#closed = true
     this.#control.length = 0
     this.#semantic.length = 0
-    this.#lanes.clear()
+    this.#lanes?.clear()
     this.socket.close(code, reason)
   }
 }

@@ -6,6 +6,11 @@ const TEXT_FRAME = Object.freeze({ binary: false })
 /** RFC 6455: FIN and the text opcode. */
 const FIN_TEXT = 0x81
 
+/** Who hears of every close the writer makes (the connection, to log and count it). */
+export interface WriterHooks {
+  closing(code: number): void
+}
+
 /** What of `ws`'s internals a direct write relies on: its TCP socket and its sender's state. */
 interface WsInternals {
   _socket?: { cork(): void; uncork(): void; write(chunk: Buffer, done?: () => void): boolean }
@@ -25,7 +30,7 @@ interface WsInternals {
 export class WsWriter implements OutboundSocket {
   constructor(
     private readonly socket: WebSocket,
-    private readonly closing: (code: number) => void,
+    private readonly hooks: WriterHooks,
   ) {}
 
   get bufferedAmount(): number {
@@ -53,18 +58,18 @@ export class WsWriter implements OutboundSocket {
   }
 
   /** ws keeps its TCP socket as `_socket` and offers no cork of its own: a frame and the probe after it leave in one writev. */
-  batch(writes: () => void): void {
+  batch<T>(writes: (target: T) => void, target: T): void {
     const tcp = (this.socket as unknown as WsInternals)._socket
     tcp?.cork()
     try {
-      writes()
+      writes(target)
     } finally {
       tcp?.uncork()
     }
   }
 
   close(code: number, reason: string): void {
-    this.closing(code)
+    this.hooks.closing(code)
     this.socket.close(code, reason)
   }
 }

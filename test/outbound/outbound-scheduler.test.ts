@@ -242,10 +242,10 @@ describe('OutboundScheduler batches', () => {
       send: (frame) => void log.push(`${inBatch ? 'batched' : 'alone'} frame ${String(frame).slice(0, 5)}`),
       ping: (payload) => void log.push(`${inBatch ? 'batched' : 'alone'} ping ${payload}`),
       close: () => undefined,
-      batch(writes) {
+      batch(writes, target) {
         inBatch = true
         try {
-          writes()
+          writes(target)
         } finally {
           inBatch = false
         }

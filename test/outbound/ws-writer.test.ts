@@ -48,13 +48,13 @@ describe('shared frames on a real socket (ws-writer.ts)', () => {
     const tcp = (socket as unknown as { _socket: { write: (chunk: unknown, ...rest: unknown[]) => boolean } })._socket
     const write = tcp.write.bind(tcp)
     tcp.write = (chunk: unknown, ...rest: unknown[]) => (writes.push(chunk), write(chunk, ...rest))
-    const out = new WsWriter(socket, () => undefined)
+    const out = new WsWriter(socket, { closing: () => undefined })
     const body = nextFrameBody(JSON.stringify({ data: { text: 'é"\\'.repeat(Math.ceil(size / 4)) } }))
-    out.batch!(() => {
-      out.send(new SharedFrame(nextFrameHead('a'), body))
-      out.send(new SharedFrame(nextFrameHead('b'), body))
-      out.send('{"id":"c","type":"complete"}')
-    })
+    out.batch((writer) => {
+      writer.send(new SharedFrame(nextFrameHead('a'), body))
+      writer.send(new SharedFrame(nextFrameHead('b'), body))
+      writer.send('{"id":"c","type":"complete"}')
+    }, out)
     await until(() => received.length === 3)
     expect(received.map((r) => r.binary)).toEqual([false, false, false])
     expect(JSON.parse(received[0]!.text)).toEqual({ id: 'a', type: 'next', payload: JSON.parse(String(body).slice(0, -1)) })
@@ -66,7 +66,7 @@ describe('shared frames on a real socket (ws-writer.ts)', () => {
 
   it('with compression negotiated, a shared frame goes through ws (joined), in order with the others', async () => {
     const { socket, received } = await pair(true)
-    const out = new WsWriter(socket, () => undefined)
+    const out = new WsWriter(socket, { closing: () => undefined })
     const body = nextFrameBody(JSON.stringify({ data: { n: 'x'.repeat(2000) } }))
     out.send('{"id":"z","type":"next","payload":{}}')
     out.send(new SharedFrame(nextFrameHead('a'), body))
