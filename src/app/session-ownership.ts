@@ -3,7 +3,7 @@ import type { Logger } from '../observability/logger.ts'
 import type { Metrics } from '../observability/metrics.ts'
 import type { PubSub } from '../pubsub/pubsub.ts'
 import type { Store } from '../store/store.ts'
-import { sessionsOwnedWithOpenWork } from '../store/instances.ts'
+import { otherInstancesExist, sessionsOwnedWithOpenWork } from '../store/instances.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { SessionService } from '../agents/session-service.ts'
 import { agentProfiles } from '../agents/profiles.ts'
@@ -49,20 +49,29 @@ export async function startSessionOwnership(
   const instanceMetrics = createInstanceMetrics(metrics.registry, () => sessions.liveSessionIds().length)
   // Prompts a dead process left queued go out from here (their owner now), after each recovery, in the background.
   const recovery = { store, logger, pubsub, resumableProfiles: new Set(profiles.keys()), dispatchQueued: (ids: string[]) => sessions.dispatchStoredPrompts(ids) }
+  // The SQLite lock proves this server alone: its own lease must never end its own sessions.
+  const exclusive = config.databaseProvider === 'sqlite'
+  // Alone on the file, the only other instances are processes that ran on it before this one: once
+  // a takeover pass has left none of their rows, no later pass can find anything, so the heartbeat
+  // stops spending a statement on it (an idle server's heartbeat is then its renewal alone).
+  let othersMayExist = true
   const lease: InstanceLease = new InstanceLease(instanceId, {
     store,
     logger,
     leaseMs: config.sessionLeaseMs,
     deadlines: watchdog,
-    // The SQLite lock proves this server alone: its own lease must never end its own sessions.
-    exclusive: config.databaseProvider === 'sqlite',
+    exclusive,
     hooks: {
       runningSessions: () => sessions.liveSessionIds(),
       abandon: (ids) => sessions.abandon(ids),
       leaseLost: () => sessions.abandon(sessions.liveSessionIds()),
       // This instance's own lease lapsed and its agents ended: the owner lost the sessions it ran.
       recoverOwned: async () => void (await recoverSessions(recovery, await sessionsOwnedWithOpenWork(store, instanceId), 'OWNER_LOST')),
-      afterRenewal: async () => void (await takeOverExpired({ ...recovery, instanceId, metrics: instanceMetrics, git, reason: 'lease' })),
+      afterRenewal: async () => {
+        if (!othersMayExist) return
+        await takeOverExpired({ ...recovery, instanceId, metrics: instanceMetrics, git, reason: 'lease' })
+        if (exclusive) othersMayExist = await otherInstancesExist(store, instanceId)
+      },
     },
   })
   await lease.register()

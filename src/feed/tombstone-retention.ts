@@ -33,7 +33,10 @@ export function startTombstoneRetention(options: {
     } catch (error) {
       logger.warn({ err: error }, 'feed tombstone purge failed; retried at the next interval')
     }
-    if (!stopped) timer = scheduler.setTimeout(() => void run(), interval)
+    if (stopped) return
+    timer = scheduler.setTimeout(() => void run(), interval)
+    // An hourly purge never keeps a process alive that has nothing else to do.
+    ;(timer as { unref?: () => void } | undefined)?.unref?.()
   }
   void run()
   return () => {

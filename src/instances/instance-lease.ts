@@ -5,7 +5,7 @@ import { errorFields } from '../observability/error-fields.ts'
 import type { Store } from '../store/store.ts'
 import { expireInstance, reacquireInstance, registerInstance, renewInstance, sessionsLostBy } from '../store/instances.ts'
 import type { Scheduler } from '../util/scheduler.ts'
-import { FENCE_MARGIN, renewalIntervalMs, renewalRetryMs, WATCHDOG_MARGIN } from './lease-timing.ts'
+import { FENCE_MARGIN, heartbeatIntervalMs, renewalRetryMs, WATCHDOG_MARGIN } from './lease-timing.ts'
 
 /** Renewal attempts per heartbeat on SQLite (exclusive), where no fence bounds them. */
 const EXCLUSIVE_ATTEMPTS = 5
@@ -35,8 +35,9 @@ export interface LeaseDeadlines {
 }
 
 /**
- * This instance's lease: registered at start, renewed every sixth of SESSION_LEASE_MS (one
- * statement, whatever the number of sessions), ended at once on a graceful shutdown so others
+ * This instance's lease: registered at start, renewed every sixth of SESSION_LEASE_MS (every
+ * half on SQLite, where no fence depends on it: lease-timing.ts) with one statement, whatever the
+ * number of sessions, and ended at once on a graceful shutdown so others
  * take the sessions over without waiting for it to lapse.
  *
  * Fencing: every grant (registration, renewal) is timed on this process's monotonic clock from
@@ -87,7 +88,7 @@ export class InstanceLease {
   }
 
   get intervalMs(): number {
-    return renewalIntervalMs(this.deps.leaseMs)
+    return heartbeatIntervalMs(this.deps.leaseMs, this.deps.exclusive === true)
   }
 
   async register(): Promise<void> {

@@ -26,6 +26,22 @@ export function renewalIntervalMs(leaseMs: number): number {
   return Math.max(50, Math.floor(leaseMs / RENEWALS_PER_LEASE))
 }
 
+/**
+ * Heartbeats per lease on SQLite (exclusive). The sixth above is the fence's geometry, and there
+ * is no fence there: the file's lock proves no other instance exists, so the lease here is always
+ * valid, the watchdog gets no deadline, and a row that lapsed anyway (a heartbeat missed while
+ * another process held the write lock) is taken anew with nothing ended. A heartbeat's statements
+ * (the renewal, and the takeover check until no other instance is left: session-ownership.ts) cost
+ * a few ms of CPU each through Prisma: at a sixth of the default lease, about 3 ms/s of an idle
+ * server. Every half lease still keeps the row current while heartbeats succeed.
+ */
+export const EXCLUSIVE_RENEWALS_PER_LEASE = 2
+
+/** The heartbeat's interval: a sixth of the lease, or (exclusive) a half. */
+export function heartbeatIntervalMs(leaseMs: number, exclusive: boolean): number {
+  return exclusive ? Math.max(50, Math.floor(leaseMs / EXCLUSIVE_RENEWALS_PER_LEASE)) : renewalIntervalMs(leaseMs)
+}
+
 /** The pause before the next attempt after `attempt` (0-based) failed, `leftMs` before the fence; undefined: the fence is due. */
 export function renewalRetryMs(attempt: number, leftMs: number, leaseMs: number): number | undefined {
   if (leftMs <= 0) return undefined

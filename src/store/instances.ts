@@ -122,6 +122,11 @@ export async function takeOverExpiredSessions(
   return { claimed, expiredInstances: expired }
 }
 
+/** Whether any instance but `me` has a row (expired or not). */
+export async function otherInstancesExist(store: Store, me: string): Promise<boolean> {
+  return (await store.db.serverInstance.findFirst({ where: { id: { not: me } }, select: { id: true } })) !== null
+}
+
 /** SQLite's lock proves no other server runs: every session left with live state or open work becomes this instance's. */
 export async function takeOverAllSessions(store: Store, me: string, sessionIds: readonly string[]): Promise<void> {
   if (sessionIds.length === 0) return

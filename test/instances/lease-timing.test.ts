@@ -2,7 +2,7 @@
 // retries close enough together that a database outage of up to half the lease, whenever it
 // begins in the renewal cycle, ends before the fence, for every SESSION_LEASE_MS allowed.
 import { describe, expect, it } from 'vitest'
-import { FENCE_MARGIN, renewalIntervalMs, renewalRetryMs, toleratedOutageMs, WATCHDOG_MARGIN } from '../../src/instances/lease-timing.ts'
+import { FENCE_MARGIN, heartbeatIntervalMs, renewalIntervalMs, renewalRetryMs, toleratedOutageMs, WATCHDOG_MARGIN } from '../../src/instances/lease-timing.ts'
 
 const LEASES = [300, 1000, 2000, 3000, 10_000, 60_000, 3_600_000]
 
@@ -20,6 +20,12 @@ describe('lease timing', () => {
     expect(renewalRetryMs(5, 0, 10_000)).toBeUndefined()
     // A short lease retries as often, relative to its length.
     expect(renewalRetryMs(5, 500, 1000)).toBe(25)
+  })
+
+  it('beats every sixth of the lease, and on SQLite (exclusive, no fence) every half', () => {
+    expect(heartbeatIntervalMs(10_000, false)).toBe(renewalIntervalMs(10_000))
+    expect(heartbeatIntervalMs(10_000, true)).toBe(5000)
+    expect(heartbeatIntervalMs(300, true)).toBe(150)
   })
 
   it('ends agents here before the watchdog would, and both before the lease expires', () => {
