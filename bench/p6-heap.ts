@@ -115,6 +115,10 @@ try {
     await fleet.closeAll()
     await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
   }
+  // Each process alone, idle, its start-up and the warm-up over, before any session is opened (the
+  // cycles below open one, which starts its agent): what its own timers cost.
+  const aloneMsPerS = await idleCpu(serverCpu)
+  const plainAloneMsPerS = await idleCpu(() => raw.cpu())
   const subscribedRun = await perConnection(fleet, server.wsUrl, resumed, serverHeap, async () => (await tables()).detached === CONNECTIONS, () => server.call<number>('cpu'))
   const subscribed = subscribedRun.bytes
   await eventually(async () => (await tables()).connections === 0, SETUP_TIMEOUT_MS)
@@ -128,10 +132,7 @@ try {
   const pinging = await startRawWsServer({ keepaliveMs: SERVER_KEEPALIVE_MS })
   const pingedRun = await perConnection(fleet, pinging.url, { kind: 'none' }, () => pinging.heap(), async () => (await pinging.connections()) === CONNECTIONS, () => pinging.cpu()).finally(() => pinging.stop())
   const cycles = await perCycle(server, fixture)
-  // Each process alone, idle, its connections gone and its start-up long over: what its own timers cost.
   await eventually(async () => (await tables()).connections === 0 && (await raw.connections()) === 0, SETUP_TIMEOUT_MS)
-  const aloneMsPerS = await idleCpu(serverCpu)
-  const plainAloneMsPerS = await idleCpu(() => raw.cpu())
   // Last, as memory-reducing collections change what later normal ones see: both sides measured
   // with them (gc flavor last-resort, what V8 runs before an out-of-memory).
   const reducedSubscribed = (await perConnection(fleet, server.wsUrl, resumed, () => server.call<number>('heapReduced'), async () => (await tables()).detached === CONNECTIONS)).bytes
