@@ -87,10 +87,7 @@ export class MemberSink implements CohortSink {
   /** The shared source ended (complete) or failed (error), after every result the member was owed. */
   #sourceEnded(error: GraphQLError | undefined): void {
     if (!this.#forget()) return
-    const id = JSON.stringify(this.id)
-    this.connection.scheduler.enqueueSemantic(
-      error ? `{"id":${id},"type":"error","payload":${JSON.stringify(this.ends.errorPayload([error]))}}` : `{"id":${id},"type":"complete"}`,
-    )
+    this.connection.scheduler.enqueueSemantic(error ? errorFrame(this.id, this.ends.errorPayload([error])) : `{"id":${JSON.stringify(this.id)},"type":"complete"}`)
   }
 
   /** Takes the member out of the connection's tables; false when it was out already. */
@@ -101,6 +98,11 @@ export class MemberSink implements CohortSink {
     this.ends.ended(this.connection, this.id)
     return true
   }
+}
+
+/** An operation's `error` frame as graphql-ws writes it; `payload`: the errors, shaped for the client. */
+export function errorFrame(id: string, payload: unknown): string {
+  return `{"id":${JSON.stringify(id)},"type":"error","payload":${JSON.stringify(payload)}}`
 }
 
 /** The operation id of a client's `complete` message, when it is one (read without parsing every message). */

@@ -6,6 +6,7 @@ import type { Principal } from '../store/users.ts'
 import type { Scheduler } from '../util/scheduler.ts'
 import { forbidden, type ErrorCode } from '../errors.ts'
 import { REVOKED_DRAIN_MS } from './connection-access.ts'
+import { errorFrame } from './detached-members.ts'
 import type { Connection, GraphqlWsContext } from './gateway-connection.ts'
 
 /**
@@ -68,5 +69,4 @@ export function endForbidden(connection: Connection, id: string, { logger, count
     (operation.return(undefined) as Promise<unknown>).catch((err: unknown) => logger.warn({ err, client: connection.memberships.id, operation: id }, 'ending a forbidden subscription failed'))
 }
 
-
-const forbiddenFrame = (id: string) => `{"id":${JSON.stringify(id)},"type":"error","payload":${JSON.stringify([forbidden('this workspace').toJSON()])}}`
+const forbiddenFrame = (id: string) => errorFrame(id, [forbidden('this workspace').toJSON()])

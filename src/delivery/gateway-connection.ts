@@ -26,6 +26,8 @@ export interface ConnectionServices {
   timers: Scheduler
   /** The keepalive interval: a client that has not answered a ping by the next is dropped. */
   keepaliveMs: number
+  /** The socket closed: the gateway lets go of what it held for the connection (graphql-ws then ends its operations). */
+  released(connection: Connection, code: number, reason: string): void
 }
 
 /** Where a socket's own listeners (module-level functions, not closures per socket) find its connection. */
@@ -53,8 +55,8 @@ export class Connection implements ConnectionAccessHooks, SchedulerEvents, Write
   socketContext?: GraphqlWsContext
   /** graphql-ws's handling of the client's messages (GraphqlWsSocket.onMessage). */
   handleMessage?: MessageHandler
-  /** graphql-ws's end of the socket's operations, and the gateway's release, once it closes. */
-  served?: { end: (code: number, reason: string) => Promise<void>; closed: (connection: Connection, code: number, reason: string) => void }
+  /** graphql-ws's end of the socket's operations, called once it closes (serveGraphqlWs). */
+  endOperations?: (code: number, reason: string) => Promise<void>
   /** The client answered the last keepalive ping (any pong does). */
   #answered = true
   #closeRecorded = false
@@ -141,6 +143,17 @@ export class Connection implements ConnectionAccessHooks, SchedulerEvents, Write
     this.#answered = true
     if (payload.length > 0) this.scheduler.acknowledge(payload.toString('latin1'))
   }
+
+  /** The socket closed (once: ws closes once; `on`, not `once`, spares a wrapper per socket). */
+  closed(code: number, reason: string): void {
+    const endOperations = this.endOperations
+    if (!endOperations) return
+    this.endOperations = undefined
+    this.services.released(this, code, reason)
+    endOperations(code, reason).catch((error: unknown) =>
+      this.log.warn({ err: error, client: this.memberships.id, action: 'ws.close' }, 'ending the operations of a closed websocket failed'),
+    )
+  }
 }
 
 function onPong(this: ConnectedSocket, payload: Buffer): void {
@@ -159,15 +172,15 @@ type MessageHandler = (data: string) => Promise<void>
 
 /**
  * Hands the socket to graphql-ws: its frames go through the connection's scheduler (routeFrame),
- * the client's messages to graphql-ws; once the socket closed, the gateway's `closed` releases
- * what it held for the connection, then graphql-ws ends its operations. The socket graphql-ws
- * writes to is an object of its own class and the socket's listeners are module functions: no
- * closure per connection.
+ * the client's messages to graphql-ws; once the socket closed, the gateway releases what it held
+ * for the connection (ConnectionServices.released), then graphql-ws ends its operations. The
+ * socket graphql-ws writes to is an object of its own class and the socket's listeners are module
+ * functions: no closure per connection.
  */
-export function serveGraphqlWs(server: GraphqlWsServer, connection: Connection, closed: (connection: Connection, code: number, reason: string) => void): void {
+export function serveGraphqlWs(server: GraphqlWsServer, connection: Connection): void {
   const socket = connection.socket as ConnectedSocket
   // Not the upgrade request: nothing reads it, and graphql-ws would keep it for the connection's life.
-  connection.served = { end: server.opened(new GraphqlWsSocket(connection), { socket }), closed }
+  connection.endOperations = server.opened(new GraphqlWsSocket(connection), { socket })
   socket.on('close', onSocketClose)
 }
 
@@ -212,12 +225,5 @@ function onSocketMessage(this: ConnectedSocket, event: Buffer): void {
 }
 
 function onSocketClose(this: ConnectedSocket, code: number, reason: Buffer): void {
-  const connection = this[CONNECTION]
-  const served = connection?.served
-  if (!connection || !served) return
-  connection.served = undefined // ws closes once; `on`, not `once`, spares a wrapper per socket
-  served.closed(connection, code, String(reason))
-  served.end(code, String(reason)).catch((error: unknown) =>
-    connection.log.warn({ err: error, client: connection.memberships.id, action: 'ws.close' }, 'ending the operations of a closed websocket failed'),
-  )
+  this[CONNECTION]?.closed(code, String(reason))
 }

@@ -14,7 +14,7 @@ import { DEFAULT_LIMITS, type SchedulerLimits } from '../outbound/outbound-sched
 import { authenticateSocket } from './gateway-auth.ts'
 import { GatewayCohorts } from './gateway-cohorts.ts'
 import { DETACHED } from './detached-members.ts'
-import { Connection, serveGraphqlWs } from './gateway-connection.ts'
+import { Connection, serveGraphqlWs, type ConnectionServices } from './gateway-connection.ts'
 import { gatewayMetrics } from './gateway-metrics.ts'
 import { startOperation, takeRoot } from './operation-start.ts'
 
@@ -57,13 +57,12 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
       if (error.originalError && !(error.originalError instanceof GraphQLError)) logger.error({ err: error.originalError, client, operation }, 'graphql-ws operation failed')
     return socketErrors(errors, observe.countError)
   }
-  const cohorts = new GatewayCohorts(logger, observe.countError, options.multiplex !== false, {
-    errorPayload: (errors) => shapeErrors(errors),
-    ended: (connection, id) => {
-      observe.subscriptionEnded(connection.socket, id)
-      connection.access.ended(id)
-    },
-  })
+  /** An operation ended (graphql-ws's, or a member the gateway runs): its metrics and its access holds go. */
+  const operationEnded = (connection: Connection, id: string) => {
+    observe.subscriptionEnded(connection.socket, id)
+    connection.access.ended(id)
+  }
+  const cohorts = new GatewayCohorts(logger, observe.countError, options.multiplex !== false, { errorPayload: (errors) => shapeErrors(errors), ended: operationEnded })
   const timers = options.keepalive?.timers ?? realScheduler
   const keepaliveMs = options.keepalive?.intervalMs ?? KEEPALIVE_MS
   // One timer pings every connection in turn (each about once an interval), not a timer per connection.
@@ -117,22 +116,24 @@ export function attachDeliveryGateway(options: DeliveryGatewayOptions) {
     onError: (ctx, id, _payload, errors) => shapeErrors(errors, connections.get(ctx.extra.socket)?.memberships.id, id),
     onComplete: (ctx, id) => {
       const connection = connections.get(ctx.extra.socket)
+      if (!connection) return observe.subscriptionEnded(ctx.extra.socket, id)
       // The stand-in of a member the gateway now runs (detached-members.ts): the operation goes on.
-      if (connection?.subscriptions.get(id) === DETACHED) return
-      observe.subscriptionEnded(ctx.extra.socket, id)
-      connection?.access.ended(id)
+      if (connection.subscriptions.get(id) === DETACHED) return
+      operationEnded(connection, id)
       // Still listed by graphql-ws means a complete frame follows, and routeFrame() releases the entry once
       // it is queued behind the subscription's results; otherwise (the client completed, the operation
       // failed, the socket closed) no frame follows and this is the last chance.
-      if (!(id in ctx.subscriptions)) connection?.subscriptions.delete(id)
+      if (!(id in ctx.subscriptions)) connection.subscriptions.delete(id)
     },
   })
 
+  // One for every connection: each holds a reference, not a copy.
+  const services: ConnectionServices = { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers, keepaliveMs, released }
   wss.on('connection', (socket, request) => {
-    const connection = new Connection(socket, { access: options.access, limits: options.limits ?? DEFAULT_LIMITS, logger, observe, timers, keepaliveMs }, request.socket.remoteAddress)
+    const connection = new Connection(socket, services, request.socket.remoteAddress)
     connections.set(socket, connection)
     keepalives.add(connection)
-    serveGraphqlWs(server, connection, released)
+    serveGraphqlWs(server, connection)
   })
 
   /** The socket closed: what the gateway held for it goes (graphql-ws then ends its operations). */
