@@ -22,8 +22,11 @@ export const RENEWAL_RETRY_MS = [50, 100, 250] as const
 /** The last pause is at most this share of the lease, so short leases keep the same margin. */
 const RETRY_SHARE = 1 / 40
 
+/** A lease's `n`th, never under 50 ms. */
+const everyNth = (leaseMs: number, n: number): number => Math.max(50, Math.floor(leaseMs / n))
+
 export function renewalIntervalMs(leaseMs: number): number {
-  return Math.max(50, Math.floor(leaseMs / RENEWALS_PER_LEASE))
+  return everyNth(leaseMs, RENEWALS_PER_LEASE)
 }
 
 /**
@@ -39,7 +42,7 @@ export const EXCLUSIVE_RENEWALS_PER_LEASE = 2
 
 /** The heartbeat's interval: a sixth of the lease, or (exclusive) a half. */
 export function heartbeatIntervalMs(leaseMs: number, exclusive: boolean): number {
-  return exclusive ? Math.max(50, Math.floor(leaseMs / EXCLUSIVE_RENEWALS_PER_LEASE)) : renewalIntervalMs(leaseMs)
+  return everyNth(leaseMs, exclusive ? EXCLUSIVE_RENEWALS_PER_LEASE : RENEWALS_PER_LEASE)
 }
 
 /** The pause before the next attempt after `attempt` (0-based) failed, `leftMs` before the fence; undefined: the fence is due. */
