@@ -6,7 +6,7 @@
 // The server runs in its own process and is driven the way an outside client would: GraphQL over
 // HTTP and graphql-ws.
 import { randomUUID } from 'node:crypto'
-import { report } from './scenario.ts'
+import { report, scaled } from './scenario.ts'
 import {
   BOOT_PAGE_SIZE,
   ClientAddMessageDocument,
@@ -20,14 +20,15 @@ import {
 import { startBenchServer, BENCH_ADMIN_TOKEN } from './server-process.ts'
 import { countingClient, httpGql, sleep } from './support.ts'
 
-const TASKS = 27
-const STREAMING = 26
+// Short (BENCH_SHORT=1): 4 streams of 2,000 chunks, enough to carry every kind of frame once.
+const TASKS = scaled(27, 5)
+const STREAMING = scaled(26, 4)
 /**
  * The mock writes as fast as the pipe takes it (P3: ~400k chunks/s), so a stream's length in
  * 100 ms windows, and with it the session streams' traffic, depends on this: 20,000 chunks keep
  * 26 concurrent streams going for a few seconds, as agents generating for a while would.
  */
-const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 20_000)
+const CHUNKS = Number(process.env.BENCH_CHUNKS ?? scaled(20_000, 2_000))
 const SETTLE_LIMIT_MS = 120_000
 
 const FEED = operationName(ClientWorkspaceEventsDocument)

@@ -18,15 +18,16 @@ import { randomUUID } from 'node:crypto'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { report, ratio, type Row } from './scenario.ts'
+import { report, ratio, scaled, type Row } from './scenario.ts'
 import { ClientAddMessageDocument, ClientTasksPageDocument, operationName, sdkHttp } from './sdk-operations.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import type { handlers } from './p10-embedded-server.ts'
 import type { StreamPrompt } from './stream-agent.ts'
 import { quantile, sleep } from './support.ts'
 
-const STREAMS = Number(process.env.BENCH_STREAMS ?? 10)
-const SAMPLES = Number(process.env.BENCH_P10_SAMPLES ?? 150)
+// Short (BENCH_SHORT=1): 3 streams, 10 rounds a phase, phases of at most 20 s.
+const STREAMS = Number(process.env.BENCH_STREAMS ?? scaled(10, 3))
+const SAMPLES = Number(process.env.BENCH_P10_SAMPLES ?? scaled(150, 10))
 const MOCK = process.env.BENCH_P10_MOCK === '1'
 const RATE = Number(process.env.BENCH_P10_RATE ?? 100)
 const GROUP = Number(process.env.BENCH_P10_GROUP ?? 10)
@@ -35,9 +36,9 @@ const STREAM_SECONDS = 900
 const MOCK_CHUNKS = 10_000_000
 const PAUSE_MS = 20
 /** A phase ends at SAMPLES rounds or after this long, whichever is first (a starved server answers slowly). */
-const PHASE_LIMIT_MS = Number(process.env.BENCH_P10_PHASE_LIMIT_MS ?? 90_000)
-const RAMP_MS = 3_000
-const WARMUP = 20
+const PHASE_LIMIT_MS = Number(process.env.BENCH_P10_PHASE_LIMIT_MS ?? scaled(90_000, 20_000))
+const RAMP_MS = scaled(3_000, 1_000)
+const WARMUP = scaled(20, 5)
 const HEALTH_GOAL_MS = 100
 const HEALTH_GOAL_RATIO = 3
 const ADD_GOAL_MS = 250

@@ -6,9 +6,10 @@
 // then analyzed, as autovacuum would.
 import { randomUUID } from 'node:crypto'
 import type { RunningServer } from '../src/app/start-server.ts'
+import { scaled } from './scenario.ts'
 import { adminWorkspace } from './seed.ts'
 
-export const TASKS = 10_000
+export const TASKS = scaled(10_000, 1_000)
 export const PENDING_EVERY = 10
 export const FAILED_EVERY = 7
 const CHUNK = 1000

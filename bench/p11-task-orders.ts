@@ -7,15 +7,16 @@
 // SQL statements per request.
 import { deployMigrations } from '../src/store/migrate.ts'
 import { startPostgresCluster } from '../test/support/postgres-cluster.ts'
-import { report, type Row } from './scenario.ts'
+import { report, scaled, type Row } from './scenario.ts'
 import { startBenchServer, BENCH_ADMIN_TOKEN, type BenchServer } from './server-process.ts'
 import { FAILED_EVERY, PENDING_EVERY, TASKS } from './p11-handlers.ts'
 import { median } from './support.ts'
 import { QUERY } from './p11-operations.ts'
 
-const RUNS = Number(process.env.BENCH_RUNS ?? 30)
-const FIRST = 500
-const DEEP = 5_000
+const RUNS = Number(process.env.BENCH_RUNS ?? scaled(30, 1))
+// Short (BENCH_SHORT=1): 1,000 tasks (p11-handlers.ts), so pages of 100 and the deep one after the 500th.
+const FIRST = scaled(500, 100)
+const DEEP = scaled(5_000, 500)
 const GOAL = 1.2
 const ORDERS = ['LAST_ACTIVITY', 'NEEDS_ATTENTION'] as const
 type Order = (typeof ORDERS)[number]

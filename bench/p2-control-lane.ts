@@ -13,22 +13,25 @@ import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { ClientSessionEventsDocument, ClientTaskRowDocument } from '../packages/client/src/generated/graphql.ts'
 import { AddMessageDocument, StartSessionDocument } from '../test/generated/graphql.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
-import { report, type Row } from './scenario.ts'
+import { report, scaled, type Row } from './scenario.ts'
 import { quantile } from './support.ts'
 import { clock, traceClient, writeTrace } from './p2-trace.ts'
 
-const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 30_000)
+// Short (BENCH_SHORT=1): one stream of 5,000 chunks per connection (~0.2 s), 50 idle requests.
+const CHUNKS = Number(process.env.BENCH_CHUNKS ?? scaled(30_000, 5_000))
 /** Streams measured one after the other on each connection: one stream lasts about a second, ~50 requests. */
-const ROUNDS = Number(process.env.BENCH_P2_ROUNDS ?? 4)
+const ROUNDS = Number(process.env.BENCH_P2_ROUNDS ?? scaled(4, 1))
 const READ_BYTES_PER_SECOND = 256 * 1024
 const INTERVAL_MS = 20
 /** Requests measured without a flood (10 s of them), and the bounds of every run. */
-const IDLE_SAMPLES = Number(process.env.BENCH_P2_IDLE_SAMPLES ?? 500)
+const IDLE_SAMPLES = Number(process.env.BENCH_P2_IDLE_SAMPLES ?? scaled(500, 50))
 const MAX_SAMPLES = 6_000
 const RUN_LIMIT_MS = 60_000
 /** Responses still missing this long after the last request count with the age they reached. */
 const DRAIN_LIMIT_MS = 15_000
 const WARMUP_REQUESTS = 25
+/** The send window is read this many requests into the first flood, once it has settled; a short flood is over by the 25th. */
+const WINDOW_AT = scaled(25, 5)
 /** A short stream first, so that both servers have compiled the streaming paths before measuring. */
 const WARMUP_CHUNKS = 1_000
 
@@ -212,8 +215,9 @@ async function measure(server: BenchServer, flood: boolean, follow: Follow = 'ap
       if (i >= MAX_SAMPLES || performance.now() - started >= RUN_LIMIT_MS) break
       requests.send()
       // Halfway through the first flood the window has settled on the reader's pace.
-      if (flood && i === 25) windows = await server.call<Run['windows']>('windows')
-      await sleep(started + (i + 1) * INTERVAL_MS - performance.now())
+      if (flood && i === WINDOW_AT) windows = await server.call<Run['windows']>('windows')
+      // A late request goes at once (a negative timeout only earns Node's TimeoutNegativeWarning).
+      await sleep(Math.max(0, started + (i + 1) * INTERVAL_MS - performance.now()))
     }
   }
   if (!flood) await paced(() => i >= IDLE_SAMPLES)
@@ -316,7 +320,7 @@ report({
     describe('plain FIFO, whole content', fifo.content),
     `Lanes: a response waits for the send window (bytes written, not yet acknowledged by a pong), sized to the reader's pace × ` +
       `${DEFAULT_LIMITS.sendWindow?.targetDelayMs ?? '(no window)'} ms (it stood at ${settled(lanes.append)} with appends, ${settled(lanes.content)} with whole content, ` +
-      `25 requests into the first flood), plus at most one frame already written, plus the reader's own pause (its token bucket waits out each read that overdraws it).`,
+      `${WINDOW_AT} requests into the first flood), plus at most one frame already written, plus the reader's own pause (its token bucket waits out each read that overdraws it).`,
     `Appends: the mock agent writes the stream in bursts far above this reader's pace, so a coalescing window's append (merged with any the ` +
       `reader has not taken yet) is large; it goes out in slices (contract v1.3: at most 16 KiB of text, slices may share a version, clients ` +
       `apply them by offset), one per turn of the lane, each cut to what the send window still takes (at least 2 KiB), so a response waits for ` +

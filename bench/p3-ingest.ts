@@ -18,19 +18,20 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { MOCK_PROFILE } from '../src/agents/profiles.ts'
-import { report, ratio, type Row } from './scenario.ts'
+import { report, ratio, scaled, type Row } from './scenario.ts'
 import { ClientAddMessageDocument, operationName, sdkHttp } from './sdk-operations.ts'
 import { BENCH_ADMIN_TOKEN, startBenchServer, type BenchServer } from './server-process.ts'
 import type { handlers } from './p3-ingest-server.ts'
 import { median } from './support.ts'
 
-const CHUNKS = Number(process.env.BENCH_CHUNKS ?? 200_000)
+// Short (BENCH_SHORT=1): one turn of 20,000 chunks after a 2,000-chunk warm-up.
+const CHUNKS = Number(process.env.BENCH_CHUNKS ?? scaled(200_000, 20_000))
 /** A first, smaller turn warms the JIT of both processes; it is not measured. */
-const WARMUP_CHUNKS = Number(process.env.BENCH_WARMUP_CHUNKS ?? Math.min(CHUNKS, 20_000))
+const WARMUP_CHUNKS = Number(process.env.BENCH_WARMUP_CHUNKS ?? Math.min(CHUNKS, scaled(20_000, 2_000)))
 /** Every wait is bounded: a stuck turn fails the scenario instead of hanging it. */
 const TURN_LIMIT_MS = Number(process.env.BENCH_TURN_LIMIT_MS ?? 120_000)
 /** Measured turns; each is followed by its raw baseline, so both see the same load on the machine. */
-const RUNS = Number(process.env.BENCH_RUNS ?? 3)
+const RUNS = Number(process.env.BENCH_RUNS ?? scaled(3, 1))
 const RAW_REPEATS = 3
 const GOAL_RATE = 100_000
 const GOAL_RATIO = 0.5

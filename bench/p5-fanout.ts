@@ -18,7 +18,7 @@ import { readFileSync } from 'node:fs'
 import os from 'node:os'
 import { print } from 'graphql'
 import { ClientWorkspaceEventsDocument } from '../packages/client/src/generated/graphql.ts'
-import { report, type Row } from './scenario.ts'
+import { report, scaled, type Row } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, bootFeedCursor, startBenchServer, type BenchServer } from './server-process.ts'
 import { startClientFleet, type Arrivals, type ClientFleet, type Handshake } from './client-fleet.ts'
 import { startRawWsServer, type BroadcastOrder } from './raw-ws-server.ts'
@@ -27,17 +27,18 @@ import { httpGql, quantile, sleep } from './support.ts'
 import { wallClock } from './clock.ts'
 import type { ProfileSummary, SelfTime } from './cpu-profile.ts'
 
-const SIZES = (process.env.BENCH_P5_SUBSCRIBERS ?? '1000,10000,20000').split(',').map(Number)
+// Short (BENCH_SHORT=1): 300 subscribers (below GOAL_FROM: no goal), one round of each change, one profiled.
+const SIZES = (process.env.BENCH_P5_SUBSCRIBERS ?? scaled('1000,10000,20000', '300')).split(',').map(Number)
 /** Measured rounds per kind of change (permission rounds alternate raised and cleared). */
-const ROUNDS = Number(process.env.BENCH_P5_ROUNDS ?? 4)
+const ROUNDS = Number(process.env.BENCH_P5_ROUNDS ?? scaled(4, 1))
 const WORKERS = Number(process.env.BENCH_P5_WORKERS ?? 3)
 /** Loopback addresses the clients bind to (127.0.0.2 onwards): each holds at most a share of the ephemeral port range. */
 const LOCAL_ADDRESSES = Number(process.env.BENCH_P5_LOCAL_ADDRESSES ?? 8)
 /** Rounds per kind under the CPU profiler, after the measured ones, of the first variant at the largest size and of raw ws. */
-const PROFILE_ROUNDS = Number(process.env.BENCH_P5_PROFILE_ROUNDS ?? 2)
+const PROFILE_ROUNDS = Number(process.env.BENCH_P5_PROFILE_ROUNDS ?? scaled(2, 1))
 const OPEN_PROFILE_FILE = process.env.BENCH_P5_PROFILE_OPEN
 /** CPU while the subscriptions sit idle (keepalive and timers), measured before the rounds. */
-const IDLE_MS = Number(process.env.BENCH_P5_IDLE_MS ?? 2_000)
+const IDLE_MS = Number(process.env.BENCH_P5_IDLE_MS ?? scaled(2_000, 500))
 const ROUND_TIMEOUT_MS = 30_000
 /** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 20,000 on a loaded machine. */
 const SETUP_TIMEOUT_MS = 240_000

@@ -9,15 +9,16 @@ import { print } from 'graphql'
 import { ClientSessionEventsDocument, ClientViewerDocument, ClientWorkspaceEventsDocument } from '../packages/client/src/generated/graphql.ts'
 import { rawGraphqlWs } from '../test/support/raw-ws.ts'
 import { eventually } from '../test/support/wait.ts'
-import { report } from './scenario.ts'
+import { report, scaled } from './scenario.ts'
 import { BENCH_ADMIN_TOKEN, bootFeedCursor, startBenchServer, type BenchServer } from './server-process.ts'
 import { startClientFleet, type ClientFleet, type Handshake } from './client-fleet.ts'
 import { startRawWsServer } from './raw-ws-server.ts'
 import type { FeedFixture } from './feed-handlers.ts'
 
-const CONNECTIONS = Number(process.env.BENCH_P6_CONNECTIONS ?? 1000)
-const CYCLES = Number(process.env.BENCH_P6_CYCLES ?? 5000)
-const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? 500)
+// Short (BENCH_SHORT=1): 200 connections, 200 cycles, 0.5 s idle windows.
+const CONNECTIONS = Number(process.env.BENCH_P6_CONNECTIONS ?? scaled(1000, 200))
+const CYCLES = Number(process.env.BENCH_P6_CYCLES ?? scaled(5000, 200))
+const WARMUP = Number(process.env.BENCH_P6_WARMUP ?? scaled(500, 50))
 /** Set-up waits (subscriptions registered, connections forgotten): bounded, generous for 10,000 on a loaded machine. */
 const SETUP_TIMEOUT_MS = 180_000
 const GOAL_CONNECTION_BYTES = 8 * 1024
@@ -30,7 +31,7 @@ const GOAL_CONNECTIONS_IDLE_MS_PER_S = 2
 const SERVER_KEEPALIVE_MS = 12_000
 const GOAL_ALONE_IDLE_MS_PER_S = 5
 /** Idle time measured: one keepalive interval (12 s), so each connection is pinged once. */
-const IDLE_MS = Number(process.env.BENCH_P6_IDLE_MS ?? 12_000)
+const IDLE_MS = Number(process.env.BENCH_P6_IDLE_MS ?? scaled(12_000, 500))
 
 /**
  * Heap kept per connection: open `count`, wait until the server holds them, measure, close. With

@@ -13,14 +13,15 @@ import WebSocket from 'ws'
 import { deployMigrations } from '../src/store/migrate.ts'
 import { startPostgresCluster } from '../test/support/postgres-cluster.ts'
 import { startRedisServer } from '../test/support/redis-server.ts'
-import { report } from './scenario.ts'
+import { report, scaled } from './scenario.ts'
 import { BOOT_PAGE_SIZE, ClientBootDocument, ClientWorkspaceEventsDocument, operationName, sdkHttp, sdkSubscribe } from './sdk-operations.ts'
 import { startBenchServer, BENCH_ADMIN_TOKEN, type BenchServer } from './server-process.ts'
 import { httpGql, quantile, sleep } from './support.ts'
 
-const DELTAS = Number(process.env.BENCH_DELTAS ?? 200)
-const COMMANDS = Number(process.env.BENCH_FORWARD_COMMANDS ?? 300)
-const WARMUP = 20
+// Short (BENCH_SHORT=1): one block of each.
+const DELTAS = Number(process.env.BENCH_DELTAS ?? scaled(200, 25))
+const COMMANDS = Number(process.env.BENCH_FORWARD_COMMANDS ?? scaled(300, 25))
+const WARMUP = scaled(20, 5)
 const BLOCK = 25
 const DELTA_TIMEOUT_MS = 10_000
 

@@ -12,12 +12,12 @@ import WebSocket from 'ws'
 import { deployMigrations } from '../src/store/migrate.ts'
 import { startPostgresCluster } from '../test/support/postgres-cluster.ts'
 import { startRedisServer } from '../test/support/redis-server.ts'
-import { report } from './scenario.ts'
+import { report, scaled } from './scenario.ts'
 import { BOOT_PAGE_SIZE, ClientBootDocument, ClientWorkspaceEventsDocument, operationName, sdkHttp, sdkSubscribe } from './sdk-operations.ts'
 import { startBenchServer, BENCH_ADMIN_TOKEN, type BenchServer } from './server-process.ts'
 import { httpGql, quantile } from './support.ts'
 
-const SAMPLES = Number(process.env.BENCH_REVOCATIONS ?? 100)
+const SAMPLES = Number(process.env.BENCH_REVOCATIONS ?? scaled(100, 5))
 const DEADLINE_MS = 10_000
 const FEED = operationName(ClientWorkspaceEventsDocument)
 

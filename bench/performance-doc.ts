@@ -32,7 +32,7 @@ export function performanceDoc(latest: Latest, table: string): string {
     for (const note of r.notes ?? []) lines.push(`- ${note}`)
     lines.push('')
   }
-  lines.push('## Running it', '', '`npm run bench` runs all of them (about seventeen minutes on 2 cores); `npm run bench -- P2 P5` runs some and', 'keeps the other rows of the last full run. Results: `bench/results/latest.json`.', '')
+  lines.push('## Running it', '', '`npm run bench` runs all of them (about seventeen minutes on 2 cores); `npm run bench -- P2 P5` runs some and', 'keeps the other rows of the last full run. Results: `bench/results/latest.json`. `npm run bench -- --short`', '(BENCH_SHORT=1, run by CI) runs each scenario once at toy sizes to prove it still runs: it judges no goal and writes none of these files.', '')
   return lines.join('\n')
 }
 

@@ -3,6 +3,20 @@
 // that prints its table; under `bench/run.ts` it also writes its result where BENCH_RESULT_FILE says.
 import { writeFileSync } from 'node:fs'
 
+/**
+ * BENCH_SHORT=1 (`npm run bench -- --short`, run by CI): every scenario once, at a few hundred
+ * subscribers, one round and small data, only to prove it still runs end to end; its figures are
+ * too small to mean anything, so report() judges no goal. The env var is the contract: each
+ * scenario reads it (directly or through SHORT / scaled) to pick its short sizes.
+ */
+export const SHORT = process.env.BENCH_SHORT === '1'
+
+/** `full`, or `short` under BENCH_SHORT=1; a scenario's own env knob, read before this, still wins. */
+export const scaled = <T>(full: T, short: T): T => (SHORT ? short : full)
+
+/** What a short run's goal column says instead of a verdict. */
+export const NOT_JUDGED = 'not judged (short)'
+
 export interface Row {
   /** What is measured, e.g. "p99 response, lanes". */
   metric: string
@@ -46,8 +60,21 @@ export function markdownRows(result: ScenarioResult): string[] {
 
 export const TABLE_HEAD = ['| id | metric | value | baseline (same run) | ÷ baseline | goal | verdict |', '|---|---|---|---|---|---|---|']
 
+/**
+ * A short run's result: each goal kept in words but marked unjudged and its verdict dropped, so no
+ * figure from a toy-sized run can read as met or missed.
+ */
+export function unjudged(result: ScenarioResult): ScenarioResult {
+  return {
+    ...result,
+    title: `${result.title} [short]`,
+    rows: result.rows.map(({ met: _met, ...row }) => (row.goal === undefined ? row : { ...row, goal: `${row.goal}: ${NOT_JUDGED}` })),
+  }
+}
+
 /** Prints the scenario's table and hands the result to the orchestrator when one runs it. */
-export function report(result: ScenarioResult): void {
+export function report(full: ScenarioResult): void {
+  const result = SHORT ? unjudged(full) : full
   console.info(`\n${result.id}: ${result.title}`)
   console.info([...TABLE_HEAD, ...markdownRows(result)].join('\n'))
   for (const note of result.notes ?? []) console.info(`  note: ${note}`)
