@@ -3,9 +3,9 @@ import type { PubSub, SummaryUpdatedPayload, WorkspaceEventPayload } from '../pu
 import { feedChangesBetween, feedHead, type FeedHead } from '../store/feed.ts'
 import type { TaskRow } from '../store/rows.ts'
 import type { Store } from '../store/store.ts'
-import { toStoredSummary } from '../store/summaries.ts'
 import type { FeedPosition } from './cursor.ts'
 import type { FeedMetrics } from './feed-metrics.ts'
+import { replayItems } from './replay-items.ts'
 import { asyncIterableIterator } from '../util/async-iterators.ts'
 
 /** What a feed subscriber is sent: live payloads, and replayed ones that carry the row they read. */
@@ -34,6 +34,11 @@ export interface OpenFeedOptions {
    */
   summariesOnly?: boolean
   /**
+   * The subscriber's TaskUpserted selects the task's summary with all its TaskStatusSummaryUpdated
+   * selects: a resume then sends a task whose row changed as its TaskUpserted alone (replay-items.ts).
+   */
+  upsertCarriesSummary?: boolean
+  /**
    * Serve the replay after `after` only, then end, without subscribing to live events; the
    * position it covers (its head) is written to `upTo` before the first item. A resumed cohort
    * member's own execution: its live events come from the cohort's shared one.
@@ -58,7 +63,8 @@ export const CURSOR_EXPIRED = 'cursor-expired'
  * live event must be the next position: a hole (a lost or reordered pub/sub message, a dropped
  * link, an overflowing subscriber) is filled from the database instead of asking for a resync.
  * Replays send each changed task once, in position order, so a client that keeps the last
- * cursor it received can resume from it whenever it is cut off.
+ * cursor it received can resume from it whenever it is cut off (once in all, not once per kind
+ * of change, when its upsert carries its summary).
  *
  * Like transformIterator, return() reaches the live subscription at once, even mid-replay.
  */
@@ -91,29 +97,12 @@ export async function openWorkspaceFeed(
   const replay = async (after: number, upTo: number, reason: 'resume' | 'gap' | 'resync') => {
     if (upTo <= after) return
     const changes = await feedChangesBetween(store, workspaceId, after, upTo)
-    const items: FeedItem[] = []
-    for (const row of changes.summaries) {
-      try {
-        const summary = toStoredSummary(row)
-        items.push({
-          type: 'TaskStatusSummaryUpdated',
-          workspaceId,
-          taskId: row.taskId,
-          revision: summary.revision,
-          updatedAt: summary.updatedAt.toISOString(),
-          summary: summary.payload,
-          sequence: row.feedSequence,
-        })
-      } catch {
-        logger.warn({ taskId: row.taskId }, 'stored summary unreadable; left out of the replay until it is repaired')
-      }
-    }
-    if (!options.summariesOnly) {
-      for (const task of changes.tasks)
-        items.push({ type: 'TaskUpserted', workspaceId, taskId: task.id, sequence: task.feedSequence, task })
-      for (const t of changes.tombstones) items.push({ type: 'TaskDeleted', workspaceId, taskId: t.taskId, sequence: t.feedSequence })
-    }
-    items.sort((a, b) => a.sequence! - b.sequence!)
+    // Only a resume folds summaries into upserts. A folded event's position may precede its
+    // summary's, and the live replays (gap, resync) of a cohort's shared execution hand each
+    // item's position to members, which drop what their own replay covered: one resumed at a
+    // head between the two positions would miss that summary.
+    const upsertCarriesSummary = reason === 'resume' && options.upsertCarriesSummary
+    const items = replayItems(changes, { workspaceId, summariesOnly: options.summariesOnly, upsertCarriesSummary, upTo }, logger)
     metrics.replayed.inc({ reason }, items.length)
     pending.push(...items)
   }

@@ -159,7 +159,10 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
       for (const task of finalTitles.values())
         if (task.feedSequence > feed.after!) expect(got.get(task.id)?.task.title, task.title).toBe(task.title)
         else expect(got.has(task.id)).toBe(false)
-      for (const position of duringReplay) expect(feed.sequences).toContain(position)
+      // The writes before the heads came in the replays, where a renamed task is one event whose
+      // cursor need not be its row's position (test/feed/resume-fold.test.ts): the titles above prove
+      // them. Those before the replays came in the held-back shared results, at their own positions.
+      for (const position of beforeReplays) expect(feed.sequences).toContain(position)
     }
 
     // Live now: each write reaches every subscriber exactly once, in order.
@@ -217,7 +220,9 @@ describe('resumed subscribers share their cohort\'s live execution (sqlite, real
     // A cursor behind the shared execution's position still reads its replay.
     const behind = resumed(await connect(), workspaceId, atHead)
     await eventually(() => behind.sequences.at(-1) === last)
-    expect(behind.sequences[0]).toBe(decodeFeedCursor(atHead).sequence + 1)
+    // The new task (its row and its first summary) is its TaskUpserted alone, which covers up to the head.
+    expect(behind.events.map((e) => e.__typename)).toEqual(['TaskUpserted'])
+    expect(behind.sequences).toEqual([last])
   })
 
   it('a resume whose cursor has expired gets WorkspaceResync, then the shared live events', async () => {

@@ -1,6 +1,7 @@
 import { builder } from '../builder.ts'
 import { requireWorkspaceMember } from '../authorize.ts'
 import { createLoaders } from '../loaders.ts'
+import type { GraphQLResolveInfo } from 'graphql'
 import { mapAsyncIterator } from '../../util/async-iterators.ts'
 import { tracing } from '../../observability/tracing.ts'
 import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '../../feed/cursor.ts'
@@ -8,6 +9,7 @@ import { openWorkspaceFeed, type FeedItem } from '../../feed/resumable-feed.ts'
 import type { StoredSummary } from '../../summary/types.ts'
 import type { TaskRow } from '../../store/rows.ts'
 import type { Context } from '../context.ts'
+import { upsertCarriesSummary } from '../feed-selection.ts'
 import { TaskRef } from './task.ts'
 import { TaskStatusSummaryRef } from './summary.ts'
 
@@ -123,7 +125,7 @@ function isLivePosition(ctx: Context, workspaceId: string, position: FeedPositio
 
 async function* emptyFeed(): AsyncIterableIterator<ResolvedWorkspaceEvent> {}
 
-async function workspaceFeed(ctx: Context, workspaceId: string, after: string | null | undefined, summariesOnly = false) {
+async function workspaceFeed(ctx: Context, info: GraphQLResolveInfo, workspaceId: string, after: string | null | undefined, summariesOnly = false) {
   // Validated before anything is subscribed: a malformed cursor is the client's error.
   const position = after == null ? undefined : decodeFeedCursor(after)
   await requireWorkspaceMember(ctx, workspaceId)
@@ -137,7 +139,16 @@ async function workspaceFeed(ctx: Context, workspaceId: string, after: string | 
     return emptyFeed()
   }
   const shared = tap?.shared === true
-  const items = await openWorkspaceFeed(ctx.feed, workspaceId, { after: position, summariesOnly, replayOnly, fromHead: shared, position: shared ? tap : undefined })
+  // Read from the document only for a resume: nothing else replays with it.
+  const folds = position !== undefined && !summariesOnly && upsertCarriesSummary(info)
+  const items = await openWorkspaceFeed(ctx.feed, workspaceId, {
+    after: position,
+    summariesOnly,
+    upsertCarriesSummary: folds,
+    replayOnly,
+    fromHead: shared,
+    position: shared ? tap : undefined,
+  })
   if (tap && replayOnly) tap.replayedUpTo = replayOnly.upTo
   return mapAsyncIterator(items, (item) => resolveTapped(ctx, item))
 }
@@ -151,15 +162,15 @@ builder.subscriptionFields((t) => ({
     description:
       'The workspace task feed: task changes and status-summary replacements. Same authorization as other task reads.',
     args: { workspaceId: t.arg.id({ required: true }), after: t.arg.string({ description: AFTER_DESCRIPTION }) },
-    subscribe: (_root, { workspaceId, after }, ctx) => workspaceFeed(ctx, workspaceId, after),
+    subscribe: (_root, { workspaceId, after }, ctx, info) => workspaceFeed(ctx, info, workspaceId, after),
     resolve: (event) => event,
   }),
   taskStatusSummaryUpdated: t.field({
     type: TaskStatusSummaryUpdatedRef,
     description: 'Only the status-summary replacements of the workspace feed.',
     args: { workspaceId: t.arg.id({ required: true }), after: t.arg.string({ description: AFTER_DESCRIPTION }) },
-    subscribe: async (_root, { workspaceId, after }, ctx) =>
-      mapAsyncIterator(await workspaceFeed(ctx, workspaceId, after, true), (event) =>
+    subscribe: async (_root, { workspaceId, after }, ctx, info) =>
+      mapAsyncIterator(await workspaceFeed(ctx, info, workspaceId, after, true), (event) =>
         event.type === 'TaskStatusSummaryUpdated' ? event : undefined,
       ),
     resolve: (event) => event,
