@@ -1,6 +1,7 @@
 // P3's requests of the server process (bench/server-process.ts runs them there): seed a task with a
 // mock-agent session, wait for a turn to end, and read back what the store kept of it.
 import type { RunningServer } from '../src/app/start-server.ts'
+import { messageContent } from '../src/store/messages.ts'
 import { createTask } from '../src/store/tasks.ts'
 import { adminWorkspace } from './seed.ts'
 
@@ -41,14 +42,18 @@ export const handlers = {
     return ended
   },
 
-  /** The agent's messages of a turn as stored: the transcript the bench checks character for character. */
+  /**
+   * The agent's messages of a turn as stored: the transcript the bench checks character for
+   * character. The content comes through the store's own reader (messageContent), not the row's
+   * column, which holds only part of a streamed message once its appends are stored apart.
+   */
   async stored(server: RunningServer, { turnId }: { turnId: string }) {
     const messages = await server.store.db.message.findMany({
       where: { turnId, author: 'AGENT' },
       orderBy: { createdAt: 'asc' },
-      select: { kind: true, status: true, content: true, version: true },
+      select: { id: true, kind: true, status: true, version: true },
     })
-    return messages
+    return Promise.all(messages.map(async ({ id, ...m }) => ({ ...m, content: (await messageContent(server.store, id)) ?? '' })))
   },
 
   /** What the session's coalescer did: chunks received, merged, and writes published. */

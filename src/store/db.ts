@@ -222,6 +222,15 @@ export interface ConnectOptions {
   leaseMs?: number
 }
 
+/** The provider of each connected client, for the few statements whose best form differs (store/message-content.ts). */
+const providers = new WeakMap<Db, DatabaseProvider>()
+
+export function providerOf(db: Db): DatabaseProvider {
+  const provider = providers.get(db)
+  if (!provider) throw new Error('providerOf: a client not opened by connectDatabase')
+  return provider
+}
+
 export async function connectDatabase(provider: DatabaseProvider, url: string, options: ConnectOptions = {}): Promise<Db> {
   const log = options.onQuery ? [{ emit: 'event' as const, level: 'query' as const }] : []
   if (provider === 'sqlite') {
@@ -242,6 +251,7 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
     // loss or OS crash can take back the last commits (never corrupting the file).
     await db.$executeRawUnsafe('PRAGMA synchronous = NORMAL')
     await db.$executeRawUnsafe('PRAGMA foreign_keys = ON')
+    providers.set(db, 'sqlite')
     return db
   }
   const [{ PrismaClient: PgClient }, { PrismaPg }, { default: pg }] = await Promise.all([
@@ -260,5 +270,6 @@ export async function connectDatabase(provider: DatabaseProvider, url: string, o
   })
   if (options.onQuery) db.$on('query' as never, (e: { query: string }) => options.onQuery!(e.query))
   await db.$connect()
+  providers.set(db as unknown as Db, 'postgres')
   return db as unknown as Db
 }

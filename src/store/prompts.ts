@@ -6,6 +6,7 @@ import type { SessionRow } from './rows.ts'
 import { emit, workspaceOf } from './events.ts'
 import { NO_INTERRUPTION } from './sessions.ts'
 import { touchActivity } from './tasks.ts'
+import { wholeContent } from './message-content.ts'
 
 /** A session as a prompt needs it: with its task's workspace (the scope of client ids). */
 export type PromptSession = Pick<SessionRow, 'id' | 'taskId' | 'interruption'> & { workspaceId: string }
@@ -71,5 +72,5 @@ export async function insertPrompt(
 /** The user message a client id names in a workspace (ids of other workspaces are not visible here). */
 export async function findUserMessage(store: Store, taskId: string, clientMessageId: string) {
   const workspaceId = await workspaceOf(store, taskId)
-  return store.db.message.findUnique({ where: { workspaceId_clientMessageId: { workspaceId, clientMessageId } } })
+  return wholeContent(store, await store.db.message.findUnique({ where: { workspaceId_clientMessageId: { workspaceId, clientMessageId } } }))
 }

@@ -7,13 +7,15 @@ import { AGENT_ACTIVITY, LIVE_SESSION_STATES } from './instances.ts'
 import { emit } from './events.ts'
 import { fenced, stillOwned } from './fencing.ts'
 import { groupBy } from '../util/group-by.ts'
+import { wholeContent, wholeContents } from './message-content.ts'
 
 export function findSessions({ db }: Store, ids: readonly string[]) {
   return db.session.findMany({ where: { id: { in: [...ids] } } })
 }
 
 /** The newest `last` messages (older than `before` when given), returned oldest first. */
-export async function messagesOfSession({ db }: Store, sessionId: string, last: number, before?: string | null) {
+export async function messagesOfSession(store: Store, sessionId: string, last: number, before?: string | null) {
+  const { db } = store
   // `before` is a GraphQL Message.id: the client's id for user messages, the row id otherwise.
   const anchor = before ? await db.message.findFirst({ where: { sessionId, OR: [{ clientMessageId: before }, { id: before }] } }) : null
   if (before && !anchor) return null
@@ -27,7 +29,7 @@ export async function messagesOfSession({ db }: Store, sessionId: string, last: 
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     take: last,
   })
-  return rows.reverse()
+  return wholeContents(store, rows.reverse())
 }
 
 /**
@@ -35,13 +37,14 @@ export async function messagesOfSession({ db }: Store, sessionId: string, last: 
  * (unique per workspace), the row id of any other (a row that has a client id answers to that one
  * only). Null when the session has none. Two lookups by unique keys, whatever the session's length.
  */
-export async function findMessageOfSession({ db }: Store, session: { id: string; workspaceId: string }, id: string) {
+export async function findMessageOfSession(store: Store, session: { id: string; workspaceId: string }, id: string) {
+  const { db } = store
   const [byClientId, byRowId] = await Promise.all([
     db.message.findUnique({ where: { workspaceId_clientMessageId: { workspaceId: session.workspaceId, clientMessageId: id } } }),
     db.message.findUnique({ where: { id } }),
   ])
-  if (byClientId?.sessionId === session.id) return byClientId
-  if (byRowId?.sessionId === session.id && byRowId.clientMessageId === null) return byRowId
+  if (byClientId?.sessionId === session.id) return wholeContent(store, byClientId)
+  if (byRowId?.sessionId === session.id && byRowId.clientMessageId === null) return wholeContent(store, byRowId)
   return null
 }
 
@@ -73,7 +76,7 @@ export async function latestMessagesOfSessions(store: Store, sessionIds: readonl
   const rows = ids.length
     ? await store.db.message.findMany({ where: { id: { in: ids } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] })
     : []
-  return groupBy(rows, (m) => m.sessionId)
+  return groupBy(await wholeContents(store, rows), (m) => m.sessionId)
 }
 
 /** The newest `last` turns of each session, oldest first. */

@@ -153,7 +153,10 @@ export async function sessionsWithQueuedPrompts({ db }: Store, sessionIds: reado
   return rows.map((r) => r.sessionId)
 }
 
-/** A session's stored queued prompts in the order they were accepted, with their text. */
+/**
+ * A session's stored queued prompts in the order they were accepted, with their text. A user's
+ * prompt is stored whole in its row (only an agent's stream appends chunks: message-content.ts).
+ */
 export async function queuedPrompts({ db }: Store, sessionId: string): Promise<{ turnId: string; text: string }[]> {
   const turns = await db.turn.findMany({
     where: { sessionId, ...QUEUED_PROMPT },

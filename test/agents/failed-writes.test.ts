@@ -15,6 +15,7 @@ import { createWorkspace } from '../../src/store/workspaces.ts'
 import { migratedDatabase } from '../support/databases.ts'
 import { eventually } from '../support/wait.ts'
 import { failingStore } from './failing-store.ts'
+import { wholeContents } from '../../src/store/message-content.ts'
 
 /** Timers run on the next macrotask whatever their delay; the delays asked for are recorded. */
 function instantScheduler() {
@@ -68,7 +69,7 @@ describe('a failed store write never leaves a session that accepts prompts nobod
   const send = (s: { taskId: string; sessionId: string }, content: string) =>
     service.acceptPrompt({ ...s, clientMessageId: randomUUID(), content })
   const replies = async (sessionId: string) =>
-    (await db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } })).map((m) => m.content)
+    (await wholeContents({ db }, await db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } }))).map((m) => m.content)
   const answered = (sessionId: string, reply: string) =>
     eventually(async () => {
       const turns = await db.turn.findMany({ where: { sessionId, lifecycleOnly: false } })

@@ -13,6 +13,7 @@ import {
   UpdateTaskDocument,
   WorkflowDocument,
 } from '../generated/graphql.ts'
+import { wholeContents } from '../../src/store/message-content.ts'
 
 describe('addMessage across two server instances on one PostgreSQL and one Redis', () => {
   let twins: TwinServers | undefined
@@ -55,7 +56,7 @@ describe('addMessage across two server instances on one PostgreSQL and one Redis
       const done = await a.store.db.turn.count({ where: { sessionId, lifecycleOnly: false, completedAt: { not: null } } })
       return done === 2
     })
-    const messages = await a.store.db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } })
+    const messages = await wholeContents(a.store, await a.store.db.message.findMany({ where: { sessionId, author: 'AGENT', kind: 'MESSAGE' }, orderBy: { createdAt: 'asc' } }))
     expect(messages.at(-1)?.content).toBe('prompts received: 2')
     expect(winner.sessions.runtime(sessionId)?.dispatchedPrompts).toBe(2)
     expect(loser.sessions.runtime(sessionId)?.dispatchedPrompts ?? 0).toBe(0)

@@ -4,6 +4,7 @@ import { startTestServer, type TestServer } from '../support/server.ts'
 import { ok } from '../support/client.ts'
 import { eventually } from '../support/wait.ts'
 import { sessionSettled, userWithWorkspace } from '../support/fixtures.ts'
+import { wholeContent, wholeContents } from '../../src/store/message-content.ts'
 import {
   AddMessageDocument,
   CreateTaskDocument,
@@ -46,7 +47,7 @@ describe('agent streams (sqlite, real mock agent)', () => {
     await send(script({ stream: { kind: 'reasoning', count: 30000 } }))
     const done = await turnsDone(sessionId)
     const turn = done.turns.find((t) => !t.lifecycleOnly)!
-    const [reasoning, ...others] = await server.store.db.message.findMany({ where: { sessionId, kind: 'REASONING' } })
+    const [reasoning, ...others] = await wholeContents(server.store, await server.store.db.message.findMany({ where: { sessionId, kind: 'REASONING' } }))
     expect(others).toHaveLength(0)
     let expected = ''
     for (let i = 0; i < 30000; i++) expected += `${i};`
@@ -69,7 +70,7 @@ describe('agent streams (sqlite, real mock agent)', () => {
     await eventually(() => server.store.db.message.findFirst({ where: { sessionId: noisy.sessionId, kind: 'MESSAGE', author: 'AGENT' } }))
     await quiet.send('are you there?')
     await turnsDone(quiet.sessionId)
-    const reply = await server.store.db.message.findFirst({ where: { sessionId: quiet.sessionId, author: 'AGENT' } })
+    const reply = await wholeContent(server.store, await server.store.db.message.findFirst({ where: { sessionId: quiet.sessionId, author: 'AGENT' } }))
     expect(reply?.content).toBe('echo: are you there?')
     // The quiet session's whole round trip finished while the noisy one was still streaming.
     expect((await server.store.db.session.findUniqueOrThrow({ where: { id: noisy.sessionId } })).state).toBe('RUNNING')

@@ -13,6 +13,7 @@ import {
   StartSessionDocument,
   ViewerDocument,
 } from '../generated/graphql.ts'
+import { wholeContent } from '../../src/store/message-content.ts'
 
 const flood = (count: number) => JSON.stringify({ script: [{ stream: { kind: 'message', count } }, { tool: { title: 'done' } }] })
 const FLOOD = 120_000
@@ -116,7 +117,7 @@ describe('delivery under notification pressure (sqlite, real mock agents)', () =
     await settled(noisy.sessionId)
     expect(maxDepth).toBeLessThanOrEqual(limits.control + limits.semantic + limits.replaceablePerConnection + limits.replaceablePerSession)
     // What ws holds beyond the high-water mark is at most one frame (a MessageUpdated carries the whole message).
-    const message = await server.store.db.message.findFirstOrThrow({ where: { sessionId: noisy.sessionId, kind: 'MESSAGE', author: 'AGENT' } })
+    const message = (await wholeContent(server.store, await server.store.db.message.findFirstOrThrow({ where: { sessionId: noisy.sessionId, kind: 'MESSAGE', author: 'AGENT' } })))!
     expect(maxBuffered).toBeLessThanOrEqual(limits.socketHighWater + 2 * message.content.length + 4096)
     console.info(`stalled reader: max queued frames ${maxDepth}, max socket buffer ${maxBuffered} bytes`)
     stalled.socket.terminate()

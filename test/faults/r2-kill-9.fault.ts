@@ -10,6 +10,7 @@ import { mockAgentText, prefixMismatch, type AgentText, type MockTextStep } from
 import { openStore, summariesBesideRebuild } from '../support/summary-rebuild.ts'
 import { eventually } from '../support/wait.ts'
 import type { Store } from '../../src/store/store.ts'
+import { wholeContents } from '../../src/store/message-content.ts'
 
 const SESSIONS = 10
 /**
@@ -49,9 +50,9 @@ async function storedAgentText(store: Store, sessionId: string): Promise<AgentTe
   const rows = await store.db.message.findMany({
     where: { sessionId, author: 'AGENT', kind: { in: ['MESSAGE', 'REASONING'] } },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-    select: { kind: true, content: true },
+    select: { id: true, kind: true, content: true, appendedChunks: true },
   })
-  return rows.map((r) => ({ kind: r.kind as AgentText['kind'], content: r.content }))
+  return (await wholeContents(store, rows)).map((r) => ({ kind: r.kind as AgentText['kind'], content: r.content }))
 }
 
 /** The fields of the server's first JSON log line with this message. */

@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto'
 import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { ownedBy, OwnershipLostError, type Store } from '../../src/store/store.ts'
 import { clearSessionError, setSessionError, updateSession } from '../../src/store/sessions.ts'
-import { appendMessageContent, insertMessage, updateMessage } from '../../src/store/messages.ts'
+import { insertMessage, updateMessage } from '../../src/store/messages.ts'
+import { appendMessageContent, wholeContents } from '../../src/store/message-content.ts'
 import { closeTurn, markPromptDispatched, startTurn } from '../../src/store/turns.ts'
 import { claimSession } from '../../src/store/instances.ts'
 
@@ -36,7 +37,9 @@ describe('writes fenced by session ownership (postgres)', () => {
   const snapshot = async (sessionId: string) => ({
     session: await w.store.db.session.findUniqueOrThrow({ where: { id: sessionId } }),
     turns: await w.store.db.turn.findMany({ where: { sessionId }, orderBy: { startedAt: 'asc' } }),
-    messages: await w.store.db.message.findMany({ where: { sessionId }, orderBy: { createdAt: 'asc' } }),
+    messages: await wholeContents(w.store, await w.store.db.message.findMany({ where: { sessionId }, orderBy: { createdAt: 'asc' } })),
+    // A refused append leaves no chunk behind either.
+    chunks: await w.store.db.messageChunk.findMany({ where: { message: { sessionId } }, orderBy: [{ messageId: 'asc' }, { seq: 'asc' }] }),
   })
 
   it('while A owns the session its fenced writes land', async () => {

@@ -9,6 +9,7 @@ import { createWorkspace } from '../../src/store/workspaces.ts'
 import { insertMessage } from '../../src/store/messages.ts'
 import { createSession } from '../../src/store/sessions.ts'
 import { startTurn } from '../../src/store/turns.ts'
+import { wholeContent } from '../../src/store/message-content.ts'
 
 describe.each(PROVIDERS)('startup recovery of work left open in a session not marked running (%s)', (provider) => {
   it(provider === 'sqlite' ? 'closes it: nothing else can be running it' : 'leaves it: another instance may be running it', async () => {
@@ -26,7 +27,7 @@ describe.each(PROVIDERS)('startup recovery of work left open in a session not ma
     const second = await startTestServer(provider, { databaseUrl: first.databaseUrl, env: { ADMIN_TOKEN: first.adminToken } })
     try {
       const turnAfter = await second.store.db.turn.findUniqueOrThrow({ where: { id: turn.id } })
-      const streamAfter = await second.store.db.message.findUniqueOrThrow({ where: { id: stream.id } })
+      const streamAfter = (await wholeContent(second.store, await second.store.db.message.findUniqueOrThrow({ where: { id: stream.id } })))!
       if (provider === 'sqlite') {
         expect(turnAfter).toMatchObject({ interrupted: true, stopReason: 'interrupted' })
         expect(turnAfter.completedAt).not.toBeNull()
