@@ -28,6 +28,7 @@ export const SCENARIOS = [
   { id: 'P9', file: 'p9-revocation.ts', title: 'revocation on open sockets across two instances' },
   { id: 'P10', file: 'p10-embedded-load.ts', title: 'the embedded server (SQLite) under its own streams' },
   { id: 'P11', file: 'p11-task-orders.ts', title: 'tasks(orderBy: NEEDS_ATTENTION) vs LAST_ACTIVITY at 10,000 tasks' },
+  { id: 'P12', file: 'p12-git-observation.ts', title: 'Git observations: processes and CPU per observation, monitor idle polling' },
   { id: 'P13', file: 'p13-append-cost.ts', title: 'append cost by message length; stopSession of multi-MB streams (PostgreSQL)' },
 ] as const
 

@@ -18,6 +18,8 @@ export interface GitMonitorOptions {
   slowMs?: number
   /** Interval for sessions some connection has focused; also the tick of the monitor. */
   fastMs?: number
+  /** How one repository is observed (the bench compares the old observation through the same monitor). */
+  observe?: typeof observeRepository
 }
 
 const SAME = (a: RepositoryObservation, b: RepositoryObservation) =>
@@ -114,7 +116,7 @@ export class GitMonitor {
       let observed: RepositoryObservation
       try {
         this.observations++
-        const result = await observeRepository(repository.localPath!, repository.baseBranch)
+        const result = await (this.options.observe ?? observeRepository)(repository.localPath!, repository.baseBranch)
         observed =
           result === 'base-unavailable'
             ? { ...(last ?? { additions: 0, deletions: 0, changedFiles: 0, ahead: 0, behind: 0 }), comparisonUnavailable: true }

@@ -1,33 +1,52 @@
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
+import { lstat } from 'node:fs/promises'
+import path from 'node:path'
 import type { GitTotals } from '../summary/types.ts'
+import { git } from './git-cli.ts'
+import { addNumstat, aheadBehind, observeFromMergeBase, observeRepositoryLegacy, resolvesToCommit } from './legacy-observe.ts'
+import { untrackedLines } from './untracked-lines.ts'
 
-const run = promisify(execFile)
+export { GitObservationError } from './observation-error.ts'
 
 /** The numbers of one working tree: the same fields the summary totals. */
 export type RepositoryObservation = GitTotals
 
-export class GitObservationError extends Error {}
+// Reads only: no index refresh written back, no fsmonitor hook process.
+const READ_ONLY = ['--no-optional-locks', '-c', 'core.fsmonitor=false']
 
-async function git(cwd: string, args: string[]): Promise<string> {
-  const { stdout } = await run('git', ['-C', cwd, ...args], { timeout: 15_000, maxBuffer: 32 * 1024 * 1024 })
-  return stdout
+/**
+ * Whether Git run in `localPath` finds its repository right there (a `.git` folder or gitfile),
+ * so paths from the top of the work tree are the paths the old observation saw from its cwd. A
+ * folder below the top (or one Git would reach through GIT_DIR) takes the old path, unchanged.
+ */
+async function atTopOfWorkTree(localPath: string): Promise<boolean> {
+  if (process.env.GIT_DIR || process.env.GIT_WORK_TREE) return false
+  const dotGit = path.join(localPath, '.git')
+  const stats = await lstat(dotGit).catch(() => undefined)
+  if (stats?.isFile()) return true
+  if (!stats?.isDirectory()) return false
+  const parts = await Promise.all(['HEAD', 'objects', 'refs'].map((p) => lstat(path.join(dotGit, p)).then(() => true, () => false)))
+  return parts.every(Boolean)
 }
 
-async function resolves(cwd: string, ref: string): Promise<boolean> {
-  try {
-    await git(cwd, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`])
-    return true
-  } catch {
-    return false
+interface Status {
+  unborn: boolean
+  /** [ahead, behind] against an upstream that exists; absent without one (or with a gone one). */
+  upstream?: [number, number]
+  /** Untracked files as `git ls-files --others --exclude-standard` prints them from the top. */
+  untracked: string[]
+}
+
+function parseStatus(out: string): Status {
+  const status: Status = { unborn: false, untracked: [] }
+  for (const line of out.split('\n')) {
+    if (line.startsWith('? ')) status.untracked.push(line.slice(2))
+    else if (line === '# branch.oid (initial)') status.unborn = true
+    else if (line.startsWith('# branch.ab ')) {
+      const [, ahead, behind] = /^# branch\.ab \+(\d+) -(\d+)$/.exec(line) ?? []
+      if (ahead !== undefined) status.upstream = [Number(ahead), Number(behind)]
+    }
   }
-}
-
-/** Lines of an untracked file (binary files count as changed with no lines). */
-async function untrackedLines(cwd: string, file: string): Promise<number> {
-  const out = await git(cwd, ['diff', '--no-index', '--numstat', '/dev/null', file]).catch((error: { stdout?: string }) => error.stdout ?? '')
-  const added = Number(out.split('\t')[0])
-  return Number.isFinite(added) ? added : 0
+  return status
 }
 
 /**
@@ -36,34 +55,42 @@ async function untrackedLines(cwd: string, file: string): Promise<number> {
  * ahead / behind against the upstream (or the base). `null` numbers never stand for a clean
  * tree: when the base cannot be resolved, `comparisonUnavailable` is set and the caller keeps
  * its last good totals. Throws GitObservationError when the folder is not a usable repository.
+ *
+ * At most three Git processes: `git status --porcelain=v2 --branch` (untracked files, an unborn
+ * HEAD, ahead/behind against an upstream), `git diff --numstat --merge-base <base>` (the merge
+ * base and the changes in one), and `git rev-list --left-right --count` only when there is no
+ * upstream. Untracked files' lines are counted here rather than by a Git process per file
+ * (untracked-lines.ts). The results are the old observation's (legacy-observe.ts), which still
+ * answers the rare shapes this path does not cover, at its old cost: a localPath below the top of
+ * its work tree, a base with several merge bases or none, untracked entries Git itself must count
+ * (special files, filter or working-tree-encoding attributes). One more process, `git check-attr`,
+ * runs when an attribute file names diff, binary or filter attributes and an untracked file is new
+ * since the last look at that tree.
  */
 export async function observeRepository(localPath: string, baseBranch: string | null): Promise<RepositoryObservation | 'base-unavailable'> {
-  try {
-    await git(localPath, ['rev-parse', '--git-dir'])
-  } catch {
-    throw new GitObservationError(`not a git repository: ${localPath}`)
-  }
+  if (!(await atTopOfWorkTree(localPath))) return observeRepositoryLegacy(localPath, baseBranch)
   const base = baseBranch ?? 'main'
-  if (!(await resolves(localPath, base)) || !(await resolves(localPath, 'HEAD'))) return 'base-unavailable'
-  const mergeBase = (await git(localPath, ['merge-base', 'HEAD', base])).trim()
-  let additions = 0
-  let deletions = 0
-  const files = new Set<string>()
-  for (const line of (await git(localPath, ['diff', '--numstat', mergeBase])).split('\n')) {
-    const [added, deleted, file] = line.split('\t')
-    if (!file) continue
-    files.add(file)
-    additions += Number(added) || 0 // "-" for binary files
-    deletions += Number(deleted) || 0
+  let status: Status
+  try {
+    const args = ['status', '--porcelain=v2', '--branch', '--ahead-behind', '--untracked-files=all', '--ignore-submodules=all', '--no-renames']
+    status = parseStatus(await git(localPath, [...READ_ONLY, ...args]))
+  } catch {
+    return observeRepositoryLegacy(localPath, baseBranch) // not usable after all: the old path tells how, exactly
   }
-  for (const file of (await git(localPath, ['ls-files', '--others', '--exclude-standard'])).split('\n')) {
-    if (!file || files.has(file)) continue
-    files.add(file)
-    additions += await untrackedLines(localPath, file)
+  if (status.unborn) return 'base-unavailable'
+  let numstat: string
+  try {
+    numstat = await git(localPath, [...READ_ONLY, 'diff', '--numstat', '--merge-base', base, '--'])
+  } catch {
+    // No such base, or no single merge base: the first is a steady state, answered in one more process.
+    if (!(await resolvesToCommit(localPath, base))) return 'base-unavailable'
+    return observeFromMergeBase(localPath, base)
   }
-  const upstream = await git(localPath, ['rev-parse', '--abbrev-ref', '--symbolic-full-name', '@{upstream}'])
-    .then((s) => s.trim())
-    .catch(() => base)
-  const [ahead, behind] = (await git(localPath, ['rev-list', '--left-right', '--count', `HEAD...${upstream}`])).trim().split(/\s+/).map(Number)
-  return { additions, deletions, changedFiles: files.size, ahead: ahead ?? 0, behind: behind ?? 0, comparisonUnavailable: false }
+  const totals = { additions: 0, deletions: 0, files: new Set<string>() }
+  addNumstat(numstat, totals)
+  const untracked = status.untracked.filter((file) => !totals.files.has(file))
+  for (const file of untracked) totals.files.add(file)
+  totals.additions += await untrackedLines(localPath, untracked)
+  const [ahead, behind] = status.upstream ?? (await aheadBehind(localPath, base))
+  return { additions: totals.additions, deletions: totals.deletions, changedFiles: totals.files.size, ahead, behind, comparisonUnavailable: false }
 }

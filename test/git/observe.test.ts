@@ -2,7 +2,18 @@ import { rmSync } from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { GitObservationError, observeRepository } from '../../src/git/observe.ts'
+import { observeRepositoryLegacy } from '../../src/git/legacy-observe.ts'
 import { gitRepo } from '../support/git-repo.ts'
+import { FIXTURES, type Expected } from './observation-fixtures.ts'
+
+/** What an observation came to, errors included, in the terms of the fixtures' expectations. */
+async function outcome(observe: typeof observeRepository, dir: string, base: string | null): Promise<Expected> {
+  try {
+    return await observe(dir, base)
+  } catch (error) {
+    return error instanceof GitObservationError ? 'not-a-repository' : 'throws'
+  }
+}
 
 describe('observeRepository (git CLI on real repositories)', () => {
   it('counts committed and working-tree changes against the base, untracked files included, and ahead/behind', async () => {
@@ -36,5 +47,16 @@ describe('observeRepository (git CLI on real repositories)', () => {
     const repo = gitRepo()
     rmSync(path.join(repo.dir, '.git'), { recursive: true, force: true })
     await expect(observeRepository(repo.dir, 'main')).rejects.toBeInstanceOf(GitObservationError)
+  })
+})
+
+// The expectations were captured from the observation before it was cut to three Git processes;
+// the old observation is kept (legacy-observe.ts) and must still give them too.
+describe('the three-process observation gives the old observation’s results', () => {
+  it.each(FIXTURES)('$name', async ({ build, expected }) => {
+    const { dir, base } = build()
+    expect(await outcome(observeRepository, dir, base)).toEqual(expected)
+    expect(await outcome(observeRepository, dir, base)).toEqual(expected) // again, with what the first run kept
+    expect(await outcome(observeRepositoryLegacy, dir, base)).toEqual(expected)
   })
 })
