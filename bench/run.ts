@@ -30,6 +30,7 @@ export const SCENARIOS = [
   { id: 'P11', file: 'p11-task-orders.ts', title: 'tasks(orderBy: NEEDS_ATTENTION) vs LAST_ACTIVITY at 10,000 tasks' },
   { id: 'P12', file: 'p12-git-observation.ts', title: 'Git observations: processes and CPU per observation, monitor idle polling' },
   { id: 'P13', file: 'p13-append-cost.ts', title: 'append cost by message length; stopSession of multi-MB streams (PostgreSQL)' },
+  { id: 'P14', file: 'p14-summary-change.ts', title: 'server CPU per summary change from real triggers, one subscriber' },
 ] as const
 
 const args = process.argv.slice(2)

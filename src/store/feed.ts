@@ -13,6 +13,12 @@ export type Tx = Prisma.TransactionClient
  * change before it), and a rolled-back change gives its position back.
  */
 export async function allocateFeedPositions(tx: Tx, workspaceId: string, count = 1): Promise<number> {
+  // Raw: every summary revision and task write takes a position, and Prisma's query builder cost
+  // that write about 1 ms of CPU, the raw statement a third of that (bench P14). No row (the
+  // workspace is gone): the model's update below throws its usual not-found error.
+  const [row] = await tx.$queryRaw<{ feedSequence: number | bigint }[]>`
+    UPDATE "Workspace" SET "feedSequence" = "feedSequence" + ${count} WHERE "id" = ${workspaceId} RETURNING "feedSequence"`
+  if (row) return Number(row.feedSequence)
   const { feedSequence } = await tx.workspace.update({
     where: { id: workspaceId },
     data: { feedSequence: { increment: count } },

@@ -112,18 +112,13 @@ export async function compareAndUpdateSummary(
         await tx.taskStatusSummary.create({ data: { ...row, revision: 1, feedSequence } })
         return { feedSequence }
       }
-      const { count } = await tx.taskStatusSummary.updateMany({
-        where: { taskId: write.taskId, revision: expectedRevision, NOT: { payload: write.payload } },
-        data: {
-          revision: expectedRevision + 1,
-          payload: write.payload,
-          updatedAt: write.updatedAt,
-          derivationVersion: write.derivationVersion,
-          attentionRank: write.attentionRank,
-          attentionKey: write.attentionKey,
-          feedSequence,
-        },
-      })
+      // Raw: every summary revision runs it, and Prisma's query builder cost the update about
+      // 1 ms of CPU, the raw statement a third of that (bench P14). Dates bind as the model binds them.
+      const count = await tx.$executeRaw`
+        UPDATE "TaskStatusSummary" SET "revision" = ${expectedRevision + 1}, "payload" = ${write.payload}, "updatedAt" = ${write.updatedAt},
+          "derivationVersion" = ${write.derivationVersion}, "attentionRank" = ${write.attentionRank}, "attentionKey" = ${write.attentionKey},
+          "feedSequence" = ${feedSequence}
+        WHERE "taskId" = ${write.taskId} AND "revision" = ${expectedRevision} AND "payload" <> ${write.payload}`
       if (count !== 1) throw new Rejected() // rolls the position back
       return { feedSequence }
     })

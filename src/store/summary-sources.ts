@@ -14,6 +14,7 @@ import type {
 } from '../summary/inputs.ts'
 import { INTERRUPTION_REASONS, type InterruptionReason, type SessionState } from '../summary/types.ts'
 import { decidesAlone } from '../summary/pending.ts'
+import { pendingSourceRows, sessionSourceRows, taskSourceRows } from './summary-source-rows.ts'
 
 /** How many of a session's newest turns the pending boundary looks at. */
 const RECENT_TURNS = 3
@@ -45,14 +46,15 @@ interface SessionTurns {
 /**
  * The newest few turns of each session, and its count of queued prompts, in one window-function
  * query (portable SQLite / PostgreSQL): the count is a window sum over the same partition, so it
- * costs no statement of its own. Queued prompts rank after every other turn: however many wait,
+ * costs no statement of its own. `of`: the ids are sessions', or tasks' (every session of each
+ * task, read by the Turn's own taskId index). Queued prompts rank after every other turn: however many wait,
  * the turn they wait behind stays in the window; and the newest of them is always read too (it
  * supersedes an older clarification, summary/pending.ts).
  */
-async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<string, SessionTurns>> {
+async function recentTurns({ db }: Store, ids: readonly string[], of: 'sessionId' | 'taskId' = 'sessionId'): Promise<Map<string, SessionTurns>> {
   const result = new Map<string, SessionTurns>()
-  if (sessions.length === 0) return result
-  const sessionIds = Prisma.join(sessions)
+  if (ids.length === 0) return result
+  const idList = Prisma.join([...ids])
   // The message probe is in the outer query: it runs for the few newest turns of each session
   // only, not for every turn the window ranks (their number grows with history).
   const rows = await db.$queryRaw<TurnRow[]>`
@@ -66,7 +68,7 @@ async function recentTurns({ db }: Store, sessions: string[]): Promise<Map<strin
         ROW_NUMBER() OVER (PARTITION BY turn."sessionId" ORDER BY CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END, turn."startedAt" DESC, turn."id" DESC) AS "rank",
         ROW_NUMBER() OVER (PARTITION BY turn."sessionId", CASE WHEN ${QUEUED_SQL('turn')} THEN 1 ELSE 0 END ORDER BY turn."startedAt" DESC, turn."id" DESC) AS "kindRank"
       FROM "Turn" turn
-      WHERE turn."sessionId" IN (${sessionIds})
+      WHERE ${Prisma.raw(`turn."${of}"`)} IN (${idList})
     ) t
     WHERE t."rank" <= ${RECENT_TURNS} OR (t."queued" = 1 AND t."kindRank" = 1)`
   for (const row of rows) {
@@ -186,7 +188,7 @@ export async function loadPendingInputs(store: Store, taskIds: readonly string[]
   return result
 }
 
-function pendingObservation(m: { kind: string; status: string | null; turnId: string | null; createdAt: string | Date }): PendingRequestObservation {
+function pendingObservation(m: { kind: string; status: string | null; turnId: string | null; createdAt: string | number | Date }): PendingRequestObservation {
   return { kind: m.kind as PendingRequestObservation['kind'], status: m.status, turnId: m.turnId, createdAt: rawDate(m.createdAt) }
 }
 
@@ -200,56 +202,30 @@ export async function loadSummaryInputs(
   previousLastActivity: Map<string, Date | null> = new Map(),
 ): Promise<Map<string, SummaryInputs>> {
   const ids = [...new Set(taskIds)]
+  if (ids.length === 0) return new Map()
   const { db } = store
-  const [tasks, sessions, launchErrors, pullRequests] = await Promise.all([
-    db.task.findMany({ where: { id: { in: ids } } }),
-    db.session.findMany({ where: { taskId: { in: ids } } }),
-    db.taskLaunchError.findMany({ where: { taskId: { in: ids } } }),
-    db.pullRequestObservation.findMany({ where: { taskId: { in: ids } } }),
+  // Four raw statements, independent of one another (summary-source-rows.ts); turns by task id,
+  // so they need not wait for the sessions. Only tasks that have launch errors, pull requests or
+  // Git observations (the task row says) read those rows, through the model as before.
+  const [tasks, sessions, pending, turns] = await Promise.all([
+    taskSourceRows(store, ids),
+    sessionSourceRows(store, ids),
+    pendingSourceRows(store, ids),
+    recentTurns(store, ids, 'taskId'),
   ])
-  // Turns, messages and Git observations all hang off sessions: tasks without one are skipped.
-  const withSessions = [...new Set(sessions.map((s) => s.taskId))]
+  const having = (flag: 'hasLaunchError' | 'hasPullRequests' | 'hasGit') => tasks.filter((t) => t[flag]).map((t) => t.id)
+  const [launchIds, prIds, gitIds] = [having('hasLaunchError'), having('hasPullRequests'), having('hasGit')]
   const none = Promise.resolve([])
-  const [git, pending, prompts, turnStarts, turnCompletions] = await Promise.all([
-    withSessions.length ? db.gitObservation.findMany({ where: { taskId: { in: withSessions } } }) : none,
-    withSessions.length
-      ? db.message.findMany({
-          where: { taskId: { in: withSessions }, kind: { in: ['PERMISSION_REQUEST', 'CLARIFICATION'] }, status: 'PENDING', pendingId: { not: null } },
-          select: { sessionId: true, kind: true, status: true, turnId: true, createdAt: true },
-        })
-      : none,
-    withSessions.length
-      ? db.message.groupBy({ by: ['taskId'], where: { taskId: { in: withSessions }, author: 'USER' }, _max: { createdAt: true } })
-      : none,
-    withSessions.length
-      ? db.turn.groupBy({
-          by: ['taskId'],
-          where: {
-            taskId: { in: withSessions },
-            lifecycleOnly: false,
-            OR: [{ promptDispatchPending: false }, { promptDispatchAttempted: true }],
-          },
-          _max: { startedAt: true },
-        })
-      : none,
-    withSessions.length
-      ? db.turn.groupBy({
-          by: ['taskId'],
-          // Cut-off turns do not count: one cut off live already moved the task's own activity time, one closed by recovery is no milestone.
-          where: { taskId: { in: withSessions }, lifecycleOnly: false, interrupted: false, completedAt: { not: null } },
-          _max: { completedAt: true },
-        })
-      : none,
+  const [launchErrors, pullRequests, git] = await Promise.all([
+    launchIds.length ? db.taskLaunchError.findMany({ where: { taskId: { in: launchIds } } }) : none,
+    prIds.length ? db.pullRequestObservation.findMany({ where: { taskId: { in: prIds } } }) : none,
+    gitIds.length ? db.gitObservation.findMany({ where: { taskId: { in: gitIds } } }) : none,
   ])
-  const turns = await recentTurns(store, sessions.map((s) => s.id))
   const sessionsByTask = groupBy(sessions, (s) => s.taskId)
   const pendingBySession = groupBy(pending, (m) => m.sessionId)
   const gitByTask = groupBy(git, (g) => g.taskId)
   const prsByTask = groupBy(pullRequests, (p) => p.taskId)
   const launchByTask = new Map(launchErrors.map((l) => [l.taskId, l]))
-  const promptAt = new Map(prompts.map((p) => [p.taskId, p._max.createdAt]))
-  const startAt = new Map(turnStarts.map((t) => [t.taskId, t._max.startedAt]))
-  const completeAt = new Map(turnCompletions.map((t) => [t.taskId, t._max.completedAt]))
   const later = (a: Date | null | undefined, b: Date | null | undefined) =>
     (a && b ? (a > b ? a : b) : (a ?? b)) ?? null
 
@@ -312,8 +288,8 @@ export async function loadSummaryInputs(
       ),
       pullRequests: prsByTask.get(task.id) ?? [],
       activity: {
-        lastUserPromptAt: promptAt.get(task.id) ?? null,
-        lastConversationalTurnAt: later(startAt.get(task.id), completeAt.get(task.id)),
+        lastUserPromptAt: task.lastUserPromptAt,
+        lastConversationalTurnAt: later(task.lastTurnStartedAt, task.lastTurnCompletedAt),
       },
       previousLastActivityAt: previousLastActivity.get(task.id) ?? null,
     })
