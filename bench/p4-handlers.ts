@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto'
 import type { RunningServer } from '../src/app/start-server.ts'
 import { adminWorkspace } from './seed.ts'
+import { startFloor } from './p4-floor.ts'
 
 export const TASKS = 500
 /** Every tenth task has a running session waiting on a permission: pending reconciliation reads them. */
@@ -14,18 +15,20 @@ const MESSAGES_PER_TURN = 20
 const CHUNK = 1000
 
 export const handlers = {
-  async seed(server: RunningServer, args: { history: number }) {
+  /** `tasks`: TASKS unless a short run (BENCH_SHORT) asks for fewer. */
+  async seed(server: RunningServer, args: { history: number; tasks?: number }) {
+    const count = args.tasks ?? TASKS
     const { db } = server.store
     const workspace = await adminWorkspace(server.store, 'bench')
     const step = await db.workflowStep.findFirstOrThrow({ where: { workspaceId: workspace.id }, orderBy: { position: 'asc' } })
     const now = Date.now()
     const historyStart = now - 30 * 86_400_000
-    const tasks = Array.from({ length: TASKS }, (_, i) => {
+    const tasks = Array.from({ length: count }, (_, i) => {
       const at = new Date(now - 3_600_000 + i * 1000)
       return { id: randomUUID(), workspaceId: workspace.id, workflowStepId: step.id, title: `task ${i}`, createdAt: at, updatedAt: at, lastActivityAt: at, feedSequence: i + 1 }
     })
     await db.task.createMany({ data: tasks })
-    await db.workspace.update({ where: { id: workspace.id }, data: { feedSequence: TASKS } })
+    await db.workspace.update({ where: { id: workspace.id }, data: { feedSequence: count } })
     const sessions = tasks.map((t, i) => ({
       id: randomUUID(),
       taskId: t.id,
@@ -73,5 +76,7 @@ export const handlers = {
     }
     return workspace.id
   },
+  /** The hand-built floor beside the server (bench/p4-floor.ts): its URL. */
+  floor: (server: RunningServer) => startFloor(server),
   summaryRows: (server: RunningServer, args: { workspaceId: string }) => server.store.db.taskStatusSummary.count({ where: { workspaceId: args.workspaceId } }),
 }

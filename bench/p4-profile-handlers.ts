@@ -8,6 +8,9 @@ import { createYogaServer } from '../src/server/yoga.ts'
 import { createMetrics } from '../src/observability/metrics.ts'
 import { handlers as p4 } from './p4-handlers.ts'
 import { phase, type Profile } from './p4-profile-split.ts'
+import { floorBody } from './p4-floor.ts'
+import { ensureFeedEpoch } from '../src/store/feed.ts'
+import { listTasks } from '../src/store/tasks.ts'
 
 // Not imported from server-process.ts: in the server process that module is the running child.
 const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789'
@@ -76,6 +79,30 @@ export const handlers = {
         add(`${kind} wall ms`, wall)
         add(`${kind} allocated KB`, (process.memoryUsage().heapUsed - heap) / 1024)
         add(`${kind} response KB`, bytes / 1024)
+      }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+    return Object.fromEntries(Object.entries(samples).map(([k, xs]) => [k, median(xs)]))
+  },
+  /**
+   * The floor (bench/p4-floor.ts) in this process with no HTTP: per request the CPU and wall time
+   * of reading the same rows and writing their JSON by hand, with and without the summaries.
+   */
+  async floorInProcess(server: RunningServer, args: { workspaceId: string; first: number; iterations: number; query: 'tasks' | 'boot' }) {
+    const epoch = await ensureFeedEpoch(server.store)
+    const samples: Record<string, number[]> = {}
+    for (let i = 0; i < args.iterations; i++)
+      for (const summary of i % 2 ? [true, false] : [false, true]) {
+        const kind = summary ? 'floor with' : 'floor without'
+        const cpu = process.cpuUsage()
+        const started = performance.now()
+        await floorBody(server, epoch, { query: args.query, summary, workspaceId: args.workspaceId, first: args.first })
+        const used = process.cpuUsage(cpu)
+        ;(samples[`${kind} cpu ms`] ??= []).push((used.user + used.system) / 1000)
+        ;(samples[`${kind} wall ms`] ??= []).push(performance.now() - started)
+        // Its read alone: the page statement, with or without the summary columns.
+        const read = performance.now()
+        await listTasks(server.store, args.workspaceId, args.first, 'LAST_ACTIVITY', undefined, { summaries: summary })
+        ;(samples[`${kind}: its read alone, wall ms`] ??= []).push(performance.now() - read)
       }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
     return Object.fromEntries(Object.entries(samples).map(([k, xs]) => [k, median(xs)]))

@@ -1,7 +1,8 @@
 // Where P4's time goes, measured inside the server process: the SDK's list operation (QUERY=tasks
 // or boot) through Yoga's fetch, with and without the summary selection. Not a P row: the figures
 // of `npm run bench:p4` are end to end; these take the server's share apart.
-//   MODE=time  per request: CPU time, wall time, bytes allocated, response size (medians)
+//   MODE=time  per request: CPU time, wall time, bytes allocated, response size (medians), and
+//              the hand-built floor's CPU and wall time (bench/p4-floor.ts, no HTTP)
 //   MODE=cpu   CPU profile of each, split by origin (bench/p4-profile-split.ts): with, without, extra
 //   MODE=heap  sampled allocations of each, by origin and by allocating frame
 // Env: PROVIDER=sqlite|postgres, HISTORY (messages), ITERATIONS, PROFILE_DIR keeps the .cpuprofile files.
@@ -49,6 +50,9 @@ try {
   if (MODE === 'time') {
     const result = await server.call<Record<string, number>>('inProcess', { ...args, iterations: ITERATIONS })
     for (const [k, v] of Object.entries(result)) console.info(`${fmt(v)}  ${k}`)
+    // The hand-built floor of P4 (bench/p4-floor.ts), here with no HTTP: the server's share of it.
+    const floor = await server.call<Record<string, number>>('floorInProcess', { workspaceId, first: FIRST, iterations: ITERATIONS, query: QUERY })
+    for (const [k, v] of Object.entries(floor)) console.info(`${fmt(v)}  ${k}`)
   } else if (MODE === 'cpu') {
     const phases: Record<string, Map<string, number>> = {}
     for (const only of ['with', 'without'] as const) {

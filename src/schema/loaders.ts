@@ -2,7 +2,7 @@ import DataLoader from 'dataloader'
 import { groupBy } from '../util/group-by.ts'
 import type { Store } from '../store/store.ts'
 import type { Projector } from '../projector/projector.ts'
-import type { StoredSummary } from '../summary/types.ts'
+import { summaryView, type SummaryView } from '../summary/view.ts'
 import { findTasks, pullRequestsOfTasks, repositoriesOfTasks, sessionsOfTasks, tasksOfSteps } from '../store/tasks.ts'
 import { findSteps, findWorkspaces, membersOfWorkspaces, memberWorkspaceIds, stepsOfWorkspaces } from '../store/workspaces.ts'
 import { findUsers } from '../store/users.ts'
@@ -43,11 +43,14 @@ interface LoaderScope {
 
 /** How each loader is made; one is made only when a resolver first asks for it. */
 const LOADERS = {
-  /** Stored summaries, with missing or stale ones rebuilt in the same batch. */
+  /** Stored summaries, with missing or stale ones rebuilt in the same batch, as TaskStatusSummary serves them. */
   statusSummary: ({ projector }: LoaderScope) =>
     new DataLoader(async (ids: readonly string[]) => {
       const summaries = await projector.ensure(ids)
-      return ids.map((id) => summaries.get(id) ?? null)
+      return ids.map((id) => {
+        const summary = summaries.get(id)
+        return summary ? summaryView(summary) : null
+      })
     }),
   task: ({ store }: LoaderScope) => new DataLoader(async (ids: readonly string[]) => byId(ids, await findTasks(store, ids), (t) => t.id)),
   workspace: ({ store }: LoaderScope) =>
@@ -94,7 +97,7 @@ export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof
    * that has none: Task.statusSummary takes these as they are, with no promise, so a page of 500
    * rows completes synchronously instead of through 500 loader promises.
    */
-  readonly knownSummaries: Map<string, StoredSummary | null>
+  readonly knownSummaries: Map<string, SummaryView | null>
 }
 
 /**
@@ -104,7 +107,7 @@ export type Loaders = { readonly [K in keyof typeof LOADERS]: ReturnType<(typeof
  */
 class LazyLoaders {
   readonly made: Partial<Record<keyof typeof LOADERS, unknown>> = {}
-  #knownSummaries?: Map<string, StoredSummary | null>
+  #knownSummaries?: Map<string, SummaryView | null>
   constructor(readonly scope: LoaderScope) {}
   get knownSummaries() {
     return (this.#knownSummaries ??= new Map())

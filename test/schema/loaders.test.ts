@@ -9,7 +9,7 @@ describe('createLoaders (each loader made on first use)', () => {
     const fake = {
       ensure: async (ids: readonly string[]) => {
         batches.push([...ids])
-        return new Map(ids.map((id) => [id, { taskId: id }]))
+        return new Map(ids.map((id) => [id, { taskId: id, revision: 1, updatedAt: new Date(0), payload: {} }]))
       },
     }
     return { batches, projector: fake as unknown as Projector }

@@ -5,12 +5,10 @@ import {
   INTERRUPTION_REASONS,
   PULL_REQUEST_AGGREGATE_STATES,
   RECOVERY_ACTIONS,
-  type ActiveError,
   type GitTotals,
-  type Interruption,
   type PullRequestSummary,
-  type StoredSummary,
 } from '../../summary/types.ts'
+import type { ActiveErrorView, InterruptionView, SummaryView } from '../../summary/view.ts'
 import { SessionStateEnum } from './session.ts'
 import { TaskRef } from './task.ts'
 
@@ -33,13 +31,13 @@ const InterruptionReasonEnum = builder.enumType('InterruptionReason', {
   } satisfies Record<(typeof INTERRUPTION_REASONS)[number], unknown>,
 })
 
-const InterruptionRef = builder.objectRef<Interruption>('Interruption').implement({
+const InterruptionRef = builder.objectRef<InterruptionView>('Interruption').implement({
   description:
     "(v1.3) The primary session's latest turn was cut off by the server; cleared by the next user prompt, resumeSession, or deleteSession.",
   fields: (t) => ({
     sessionId: t.exposeID('sessionId'),
     reason: t.expose('reason', { type: InterruptionReasonEnum }),
-    at: t.field({ type: 'DateTime', description: 'When the server cut the turn off.', resolve: (i) => new Date(i.at) }),
+    at: t.expose('at', { type: 'DateTime', description: 'When the server cut the turn off.' }),
   }),
 })
 
@@ -52,12 +50,12 @@ const PrimarySessionSummaryRef = builder
     }),
   })
 
-const ActiveErrorRef = builder.objectRef<ActiveError>('ActiveError').implement({
+const ActiveErrorRef = builder.objectRef<ActiveErrorView>('ActiveError').implement({
   fields: (t) => ({
     sessionId: t.exposeID('sessionId', { nullable: true, description: 'Null for a task-owned (pre-session launch) error.' }),
     taskRepositoryId: t.exposeID('taskRepositoryId', { nullable: true }),
     stamp: t.exposeString('stamp'),
-    occurredAt: t.field({ type: 'DateTime', resolve: (e) => new Date(e.occurredAt) }),
+    occurredAt: t.expose('occurredAt', { type: 'DateTime' }),
     preview: t.exposeString('preview', { description: 'At most 512 UTF-8 bytes.' }),
     category: t.exposeString('category', { nullable: true, description: 'At most 64 UTF-8 bytes.' }),
     recoveryActions: t.expose('recoveryActions', {
@@ -110,65 +108,48 @@ const PullRequestSummaryRef = builder.objectRef<PullRequestSummary>('PullRequest
   }),
 })
 
-export const TaskStatusSummaryRef = builder.objectRef<StoredSummary>('TaskStatusSummary').implement({
+export const TaskStatusSummaryRef = builder.objectRef<SummaryView>('TaskStatusSummary').implement({
   description:
     'The bounded status contract of one task. Its size does not grow with the number of sessions, repositories, pull requests or messages.',
+  // Every field is a property of the SummaryView (src/summary/view.ts): no resolver, so a
+  // compiled query reads the whole summary inline.
   fields: (t) => ({
-    id: t.id({
+    id: t.exposeID('id', {
       description:
         'Equals taskId: the same for every revision, so caches keyed by type name and id (Apollo InMemoryCache, urql Graphcache) replace the cached summary with each newer one.',
       // The type name tells it apart from the Task's id in such caches, and a client holding only a
       // taskId (TaskDeleted, taskStatusSummaries) can still name the cache entry.
-      resolve: (s) => s.taskId,
     }),
     taskId: t.exposeID('taskId'),
     revision: t.exposeInt('revision', { description: 'Monotonic per task; advances only when the semantic payload changes.' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime', description: 'Projection time of this revision.' }),
-    lastActivityAt: t.field({
+    lastActivityAt: t.expose('lastActivityAt', {
       type: 'DateTime',
       nullable: true,
       description:
         'Latest durable task, user-prompt or conversational-turn milestone. Never moved by focus, subscriptions, Git/PR polling, repair or streamed chunks.',
-      resolve: (s) => (s.payload.lastActivityAt ? new Date(s.payload.lastActivityAt) : null),
     }),
-    primarySession: t.field({
-      type: PrimarySessionSummaryRef,
-      nullable: true,
-      resolve: (s) => s.payload.primarySession,
-    }),
-    foregroundActivity: t.field({
-      type: ForegroundActivityEnum,
-      nullable: true,
-      description: 'Null means idle.',
-      resolve: (s) => s.payload.foregroundActivity,
-    }),
-    activeSubagentCount: t.int({ resolve: (s) => s.payload.activeSubagentCount }),
-    pendingAction: t.field({
-      type: PendingActionEnum,
-      nullable: true,
-      description: 'Null means no pending action.',
-      resolve: (s) => s.payload.pendingAction,
-    }),
-    activeError: t.field({ type: ActiveErrorRef, nullable: true, resolve: (s) => s.payload.activeError }),
-    git: t.field({ type: GitTotalsRef, nullable: true, resolve: (s) => s.payload.git }),
-    pullRequest: t.field({ type: PullRequestSummaryRef, nullable: true, resolve: (s) => s.payload.pullRequest }),
-    waitingSince: t.field({
+    primarySession: t.expose('primarySession', { type: PrimarySessionSummaryRef, nullable: true }),
+    foregroundActivity: t.expose('foregroundActivity', { type: ForegroundActivityEnum, nullable: true, description: 'Null means idle.' }),
+    activeSubagentCount: t.exposeInt('activeSubagentCount'),
+    pendingAction: t.expose('pendingAction', { type: PendingActionEnum, nullable: true, description: 'Null means no pending action.' }),
+    activeError: t.expose('activeError', { type: ActiveErrorRef, nullable: true }),
+    git: t.expose('git', { type: GitTotalsRef, nullable: true }),
+    pullRequest: t.expose('pullRequest', { type: PullRequestSummaryRef, nullable: true }),
+    waitingSince: t.expose('waitingSince', {
       type: 'DateTime',
       nullable: true,
       description:
         '(v1.3) When the current pendingAction was raised; null when there is none. Lets a switcher say how long a task has waited on its user.',
-      resolve: (s) => (s.payload.waitingSince ? new Date(s.payload.waitingSince) : null),
     }),
-    queuedPromptCount: t.int({
+    queuedPromptCount: t.exposeInt('queuedPromptCount', {
       description:
         "(v1.3) User prompts accepted by the task's sessions and not yet dispatched to their agent (a turn was in flight). Durable: it survives restarts and takeovers, and each queued prompt is dispatched exactly once (by the session's owner after the restart or takeover, in order, one turn at a time); only a session nobody can run any more (its agent profile gone, its agent unable to start) closes its queued prompts, and the count drops.",
-      resolve: (s) => s.payload.queuedPromptCount,
     }),
-    interruption: t.field({
+    interruption: t.expose('interruption', {
       type: InterruptionRef,
       nullable: true,
       description: "(v1.3) Set while the primary session's latest turn is one the server cut off.",
-      resolve: (s) => s.payload.interruption,
     }),
   }),
 })

@@ -11,6 +11,7 @@ import type { Context } from '../context.ts'
 import { selectsPath } from '../lookahead.ts'
 import type { SummaryReadRow } from '../../store/summaries.ts'
 import type { StoredSummary } from '../../summary/types.ts'
+import { summaryView } from '../../summary/view.ts'
 import type { GraphQLResolveInfo } from 'graphql'
 
 export const MAX_TASKS_PAGE = 500
@@ -52,7 +53,8 @@ TaskRef.implement({
 })
 
 export interface TaskPage {
-  edges: { task: TaskRow; cursor: string }[]
+  /** Under the names TaskEdge serves, so its fields need no resolver (see SummaryView). */
+  edges: { node: TaskRow; cursor: string }[]
   hasNextPage: boolean
 }
 
@@ -71,7 +73,7 @@ export const TaskOrderEnum = builder.enumType('TaskOrder', {
 const TaskEdgeRef = builder.objectRef<TaskPage['edges'][number]>('TaskEdge').implement({
   fields: (t) => ({
     cursor: t.exposeString('cursor'),
-    node: t.field({ type: TaskRef, resolve: (edge) => edge.task }),
+    node: t.expose('node', { type: TaskRef }),
   }),
 })
 
@@ -84,7 +86,7 @@ const PageInfoRef = builder.objectRef<TaskPage>('PageInfo').implement({
 
 export const TaskConnectionRef = builder.objectRef<TaskPage>('TaskConnection').implement({
   fields: (t) => ({
-    edges: t.field({ type: [TaskEdgeRef], resolve: (page) => page.edges }),
+    edges: t.expose('edges', { type: [TaskEdgeRef] }),
     pageInfo: t.field({ type: PageInfoRef, resolve: (page) => page }),
   }),
 })
@@ -111,7 +113,7 @@ export async function taskPage(
   const page = await listTasks(ctx.store, workspaceId, first, order, cursor, { summaries })
   for (const task of page.tasks) ctx.loaders.task.prime(task.id, task)
   if (page.summaries) await primeSummaries(ctx, page.tasks, page.summaries)
-  return { edges: page.tasks.map((task, i) => ({ task, cursor: encodeTaskCursor(page.positions[i]!) })), hasNextPage: page.hasNextPage }
+  return { edges: page.tasks.map((node, i) => ({ node, cursor: encodeTaskCursor(page.positions[i]!) })), hasNextPage: page.hasNextPage }
 }
 
 async function primeSummaries(ctx: Context, tasks: TaskRow[], rows: Map<string, SummaryReadRow>) {
@@ -124,7 +126,10 @@ async function primeSummaries(ctx: Context, tasks: TaskRow[], rows: Map<string, 
     ctx.logger.warn({ err: error }, 'reading the page summaries failed; each summary is loaded on its own')
     return
   }
-  for (const id of ids) ctx.loaders.knownSummaries.set(id, summaries.get(id) ?? null)
+  for (const id of ids) {
+    const summary = summaries.get(id)
+    ctx.loaders.knownSummaries.set(id, summary ? summaryView(summary) : null)
+  }
 }
 
 builder.queryFields((t) => ({

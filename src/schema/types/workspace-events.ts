@@ -12,6 +12,7 @@ import type { Context } from '../context.ts'
 import { upsertCarriesSummary } from '../feed-selection.ts'
 import { TaskRef } from './task.ts'
 import { TaskStatusSummaryRef } from './summary.ts'
+import { summaryView } from '../../summary/view.ts'
 
 /** Events as resolved for one subscriber: the payload plus what it renders, loaded per event. */
 type ResolvedWorkspaceEvent =
@@ -45,7 +46,7 @@ TaskStatusSummaryUpdatedRef.implement({
   fields: (t) => ({
     taskId: t.exposeID('taskId'),
     workspaceId: t.exposeID('workspaceId'),
-    summary: t.field({ type: TaskStatusSummaryRef, resolve: (e) => e.summary }),
+    summary: t.field({ type: TaskStatusSummaryRef, resolve: (e) => summaryView(e.summary) }),
     cursor: t.exposeString('cursor', { nullable: true, description: 'Feed position of this event (opaque).' }),
   }),
 })
