@@ -3,14 +3,10 @@
 // task row says it has some; the rest is a fixed set of raw reads and the compare-and-update.
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
+import { convergedSummaryRow, projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { PROVIDERS } from '../support/databases.ts'
 import { insertMessage } from '../../src/store/messages.ts'
 import { startTurn } from '../../src/store/turns.ts'
-import { readSummaryRows } from '../../src/store/summaries.ts'
-import { loadSummaryInputs } from '../../src/store/summary-sources.ts'
-import { deriveSummary } from '../../src/summary/derive.ts'
-import { semanticJson } from '../../src/summary/semantic.ts'
 
 /** Statements but the transaction's own (BEGIN, COMMIT), which not every provider logs. */
 const counted = (statements: string[]) => statements.filter((s) => !/^(BEGIN|COMMIT|ROLLBACK)/i.test(s.trim()))
@@ -20,14 +16,10 @@ describe.each(PROVIDERS)('the statements of one projection (%s)', (provider) => 
   beforeAll(async () => (w = await projectorWorld(provider)))
   afterAll(() => w?.close())
 
-  /** The stored summary equals one derived afresh from every source. */
-  async function expectConverged(taskId: string) {
-    await w.projector.idle()
-    const [row] = await readSummaryRows(w.store, [taskId])
-    const inputs = (await loadSummaryInputs(w.store, [taskId], new Map([[taskId, new Date(JSON.parse(row!.payload).lastActivityAt)]]))).get(taskId)!
-    expect(row!.payload).toBe(semanticJson(deriveSummary(inputs)))
-    return JSON.parse(row!.payload) as { pendingAction: string | null; git: { additions: number } | null }
-  }
+  /** The stored summary, once it equals one derived afresh from every source. */
+  const expectConverged = async (taskId: string) =>
+    JSON.parse((await convergedSummaryRow(w, taskId)).payload) as { pendingAction: string | null; git: { additions: number } | null }
+
 
   /** A source written around the store (no source event), then one projection of it: its statements. */
   async function projectAfter(taskId: string, write: () => Promise<unknown>) {

@@ -3,29 +3,19 @@
 // streaming session was what held the embedded (SQLite) server's main thread (bench P10).
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
+import { convergedSummaryRow, projectorWorld, type ProjectorWorld } from '../support/projector-harness.ts'
 import { PROVIDERS } from '../support/databases.ts'
 import { insertMessage } from '../../src/store/messages.ts'
 import { appendMessageContent } from '../../src/store/message-content.ts'
 import { closeTurn, startTurn } from '../../src/store/turns.ts'
-import { readSummaryRows } from '../../src/store/summaries.ts'
-import { loadSummaryInputs } from '../../src/store/summary-sources.ts'
-import { deriveSummary } from '../../src/summary/derive.ts'
-import { semanticJson } from '../../src/summary/semantic.ts'
 
 describe.each(PROVIDERS)('streamed appends and the projector (%s)', (provider) => {
   let w: ProjectorWorld
   beforeAll(async () => (w = await projectorWorld(provider)))
   afterAll(() => w?.close())
 
-  /** The stored summary equals one derived afresh from every source. */
-  async function expectConverged(taskId: string) {
-    await w.projector.idle()
-    const [row] = await readSummaryRows(w.store, [taskId])
-    const inputs = (await loadSummaryInputs(w.store, [taskId], new Map([[taskId, new Date(JSON.parse(row!.payload).lastActivityAt)]]))).get(taskId)!
-    expect(row!.payload).toBe(semanticJson(deriveSummary(inputs)))
-    return row!
-  }
+  const expectConverged = (taskId: string) => convergedSummaryRow(w, taskId)
+
 
   it('an append costs its own write (one statement on PostgreSQL, two in one transaction on SQLite) and no projection; the summary stays exact and moves at the turn’s end', async () => {
     const task = await w.newTask('stream')

@@ -11,6 +11,10 @@ import { createTask } from '../../src/store/tasks.ts'
 import { createWorkspace } from '../../src/store/workspaces.ts'
 import { createUserWithToken } from '../../src/store/users.ts'
 import { readSummaryRows, toStoredSummary } from '../../src/store/summaries.ts'
+import { loadSummaryInputs } from '../../src/store/summary-sources.ts'
+import { deriveSummary } from '../../src/summary/derive.ts'
+import { semanticJson } from '../../src/summary/semantic.ts'
+import { expect } from 'vitest'
 import { migratedDatabase } from './databases.ts'
 
 /** A clock the test moves by hand: no sleeps, exact times. */
@@ -135,4 +139,13 @@ export async function projectorWorld(provider: DatabaseProvider, databaseUrl?: s
     },
   }
   return world
+}
+
+/** Once the projector is idle: the task's stored summary row, asserted equal to one derived afresh from every source. */
+export async function convergedSummaryRow(w: ProjectorWorld, taskId: string) {
+  await w.projector.idle()
+  const [row] = await readSummaryRows(w.store, [taskId])
+  const inputs = (await loadSummaryInputs(w.store, [taskId], new Map([[taskId, new Date(JSON.parse(row!.payload).lastActivityAt)]]))).get(taskId)!
+  expect(row!.payload).toBe(semanticJson(deriveSummary(inputs)))
+  return row!
 }
