@@ -111,7 +111,9 @@ describe('R14: PostgreSQL blips (stopped and started again) under two instances 
       new Map(
         (
           await sql<{ sessionId: string; length: number }>(
-            `SELECT "sessionId", length(content) AS length FROM "Message" WHERE "sessionId" = ANY($1) AND status = 'IN_PROGRESS' AND author = 'AGENT'`,
+            // The whole length: the content as inserted plus its appended chunks (src/store/message-content.ts).
+            `SELECT "sessionId", length(content) + COALESCE((SELECT sum(length(c.text)) FROM "MessageChunk" c WHERE c."messageId" = m.id), 0) AS length
+             FROM "Message" m WHERE "sessionId" = ANY($1) AND status = 'IN_PROGRESS' AND author = 'AGENT'`,
             [sessionIds],
           )
         ).map((r) => [r.sessionId, Number(r.length)]),
