@@ -52,7 +52,16 @@ export function git(cwd: string, args: string[], options: { input?: string; env?
       clearTimeout(timer)
       const stdout = Buffer.concat(chunks).toString('utf8')
       if (failure === undefined && code === 0) resolve(stdout)
-      else reject(new GitCommandError(`git ${args[0] ?? ''} failed: ${failure ?? (signal ? `signal ${signal}` : `exit ${code}`)}`, stdout, code))
+      else reject(new GitCommandError(`git ${subcommand(args)} failed: ${failure ?? (signal ? `signal ${signal}` : `exit ${code}`)}`, stdout, code))
     })
   })
+}
+
+/** The subcommand of `args`, past the global options before it (`-c name=value` takes the next one). */
+function subcommand(args: string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '-c') i++
+    else if (!args[i]!.startsWith('-')) return args[i]!
+  }
+  return ''
 }

@@ -7,7 +7,8 @@ import { GitObservationError } from './observation-error.ts'
 // rare shapes its fast path does not cover (a localPath below the top of its work tree, criss-cross
 // merge bases, untracked entries that are not regular files), and the tests compare the two.
 
-async function resolves(cwd: string, ref: string): Promise<boolean> {
+/** Whether `ref` names a commit (one Git process). */
+export async function resolvesToCommit(cwd: string, ref: string): Promise<boolean> {
   try {
     await git(cwd, ['rev-parse', '--verify', '--quiet', `${ref}^{commit}`])
     return true
@@ -15,9 +16,6 @@ async function resolves(cwd: string, ref: string): Promise<boolean> {
     return false
   }
 }
-
-/** Whether `ref` names a commit (one Git process). */
-export const resolvesToCommit = resolves
 
 /** Lines of an untracked file (binary files count as changed with no lines). */
 export async function untrackedLinesByGit(cwd: string, file: string): Promise<number> {
@@ -68,6 +66,6 @@ export async function observeRepositoryLegacy(localPath: string, baseBranch: str
     throw new GitObservationError(`not a git repository: ${localPath}`)
   }
   const base = baseBranch ?? 'main'
-  if (!(await resolves(localPath, base)) || !(await resolves(localPath, 'HEAD'))) return 'base-unavailable'
+  if (!(await resolvesToCommit(localPath, base)) || !(await resolvesToCommit(localPath, 'HEAD'))) return 'base-unavailable'
   return observeFromMergeBase(localPath, base)
 }
